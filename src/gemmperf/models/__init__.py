@@ -1,0 +1,32 @@
+"""Performance models: one module per model, all with the same interface.
+
+``MODELS[name]`` is a module with NAME, LIMITERS, INPUTS, a vectorized numpy
+``evaluate(**arrays) -> dict`` and ``predict(configs, params) -> polars.DataFrame``
+(input columns plus predicted_us, limiter and ``<phase>_us`` breakdown columns).
+
+- "sol": speed of light, max(math, DRAM).
+- "sync": synchronous tiled kernel (paper 2.1.2).
+- "ws-stage": the paper's warp-specialized stage recurrence, closed form + simulator.
+- "ws-persistent": gemm-model's persistent warp-specialized phase model.
+"""
+
+from __future__ import annotations
+
+from ..errors import UserError
+from . import sol, sync, ws_persistent, ws_stage
+
+MODELS = {mod.NAME: mod for mod in (sol, sync, ws_stage, ws_persistent)}
+
+
+def get_model(name: str):
+    if name not in MODELS:
+        raise UserError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
+    return MODELS[name]
+
+
+def predict(configs, params, model: str):
+    """Predict every row of ``configs`` (a polars DataFrame) with the named model."""
+    return get_model(model).predict(configs, params)
+
+
+__all__ = ["MODELS", "get_model", "predict"]
