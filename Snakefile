@@ -1,0 +1,19 @@
+# gemmperf: measure GEMM kernels, fit and run the models, correct, report, optimize.
+# Thin entry point: all logic lives in src/gemmperf; rules only wire files together.
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/hardware.smk"
+include: "workflow/rules/measure.smk"
+include: "workflow/rules/fit.smk"
+include: "workflow/rules/predict.smk"
+include: "workflow/rules/optimize.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        all_outputs(),
+    default_target: True

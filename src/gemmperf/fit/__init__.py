@@ -1,0 +1,1 @@
+"""Fit model parameters from measurements."""

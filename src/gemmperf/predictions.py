@@ -1,0 +1,46 @@
+"""The predict stage: which configurations to predict, and every model on them."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from . import configs as cfgs
+from .errors import UserError
+from .hardware import GPU
+from .params import ParamSet
+from .problem import Shape
+
+
+def family_dtype(family: str, dtype: str) -> str:
+    """simt is the FP32 kernel; the tensor-core families take the requested dtype."""
+    return "fp32" if family == "simt" else dtype
+
+
+def runs_on(family: str, gpu: GPU) -> bool:
+    major, _ = gpu.compute_capability
+    return {"ws-hopper": gpu.arch == "sm_90a", "ws-ampere": major >= 8, "simt": True}[family]
+
+
+def candidate_table(shapes: list[Shape], gpu: GPU, families: list[str], dtype: str) -> pl.DataFrame:
+    """Every shape with every legal configuration of each family that runs on ``gpu``."""
+    from .kernels.space import legal_configs
+
+    frames = []
+    for family in families:
+        if not runs_on(family, gpu):
+            continue
+        fd = family_dtype(family, dtype)
+        configs = legal_configs(family, gpu, fd)
+        fam_shapes = [Shape(s.m, s.n, s.k, fd) for s in shapes]
+        frames.append(cfgs.cross(fam_shapes, configs))
+    if not frames:
+        raise UserError(f"none of the families {families} runs on {gpu.slug}")
+    return pl.concat(frames, how="vertical_relaxed")
+
+
+def predict_all(table: pl.DataFrame, pset: ParamSet, models: list[str]) -> pl.DataFrame:
+    """All models on one table, stacked long with a ``model`` column."""
+    from .models import predict
+
+    out = [predict(table, pset, m).with_columns(pl.lit(m).alias("model")) for m in models]
+    return pl.concat(out, how="diagonal_relaxed")

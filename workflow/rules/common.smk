@@ -1,0 +1,71 @@
+from pathlib import Path
+
+from snakemake.utils import validate
+
+from gemmperf.plan import make_plan
+
+
+validate(config, workflow.source_path("../schemas/config.schema.yaml"))
+
+PLAN = make_plan(config)
+GPUS = list(PLAN.gpus)
+TESTLISTS = config["testlists"]
+
+
+onstart:
+    print(PLAN.summary())
+
+
+wildcard_constraints:
+    gpu="|".join(GPUS),
+    testlist="|".join(TESTLISTS),
+
+
+def gpu_plan(wildcards):
+    return PLAN.gpus[wildcards.gpu]
+
+
+def testlist_path(wildcards):
+    return f"{config['testlist_dir']}/{wildcards.testlist}.csv"
+
+
+def shipped(gpu, name):
+    return f"results/{gpu}/shipped/{name}"
+
+
+def measurements(wildcards):
+    """The measured table of one testlist: collected here, shipped, or none."""
+    g = PLAN.gpus[wildcards.gpu]
+    if wildcards.testlist not in g.testlists_measured:
+        return []
+    if g.source == "measure":
+        return f"results/{g.slug}/measurements/{wildcards.testlist}.csv"
+    return shipped(g.slug, f"measurements/{wildcards.testlist}.csv")
+
+
+def microbench(wildcards):
+    g = PLAN.gpus[wildcards.gpu]
+    if not g.has_microbench:
+        return []
+    if g.source == "measure":
+        return f"results/{g.slug}/microbench.csv"
+    return shipped(g.slug, "microbench.csv")
+
+
+def data_note(wildcards):
+    g = PLAN.gpus[wildcards.gpu]
+    notes = {
+        "measure": f"Measured on this machine's GPU ({PLAN.local_note}).",
+        "shipped": "No local measurements: using the shipped reference measurements "
+        f"(results/{g.slug}/shipped/), described in its README.",
+        "catalog": "No measurements: the GPU descriptor comes from the catalog and the "
+        "model parameters are descriptor defaults; nothing here was measured.",
+    }
+    return notes[g.source]
+
+
+def all_outputs():
+    out = ["results/index.html"]
+    for gpu in GPUS:
+        out.append(f"results/{gpu}/report/index.html")
+    return out

@@ -1,0 +1,17 @@
+rule predict:
+    output:
+        "results/{gpu}/predictions/{testlist}.parquet",
+    input:
+        hardware="results/{gpu}/hardware.json",
+        params="results/{gpu}/params.json",
+        testlist=testlist_path,
+        measurements=measurements,
+    params:
+        models=config["models"],
+        overrides=config["model_params"],
+        families=config["families"],
+        dtype=config["dtype"],
+    log:
+        "logs/{gpu}/predict/{testlist}.log",
+    script:
+        "../scripts/predict.py"
