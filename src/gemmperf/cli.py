@@ -194,7 +194,7 @@ def cmd_simulate(a) -> int:
     gpu = resolve_gpu(a.gpu)
     pset = resolve_params(gpu, a.params, a.set)
     shape, cfg = _config_from_flags(a)
-    events = ws_stage.timeline(cfg, shape, pset.get(cfg.family, cfg.dtype), gpu)
+    events = ws_stage.timeline(cfg, pset, shape)
     if a.format == "json":
         text = json.dumps(events, indent=2) + "\n"
     else:

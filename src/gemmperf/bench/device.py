@@ -1,0 +1,47 @@
+"""The GPU's identity and clocks as the measurement found them (never changed)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+
+def sm_clock_mhz(index: int = 0) -> float | None:
+    """Current SM clock through NVML (nvidia-ml-py) when available, else nvidia-smi."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            return float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        pass
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", f"--id={index}", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits"],
+                capture_output=True, text=True, timeout=10,
+            ).stdout.strip()
+            return float(out.splitlines()[0])
+        except (ValueError, IndexError, OSError, subprocess.SubprocessError):
+            return None
+    return None
+
+
+def identity(gpu) -> dict:
+    """Fields recorded in every measurement row: which GPU, driver and CUDA."""
+    from cuda.bindings import driver as cu
+
+    from ..kernels.builder import nvrtc_version
+
+    err, version = cu.cuDriverGetVersion()
+    major, minor = nvrtc_version()
+    return {
+        "gpu": gpu.slug,
+        "device": gpu.name,
+        "driver": gpu.driver or f"{version // 1000}.{(version % 1000) // 10}",
+        "cuda": f"driver API {version // 1000}.{(version % 1000) // 10}, NVRTC {major}.{minor}",
+    }
