@@ -22,15 +22,15 @@ def runs_on(family: str, gpu: GPU) -> bool:
 
 
 def candidate_table(shapes: list[Shape], gpu: GPU, families: list[str], dtype: str) -> pl.DataFrame:
-    """Every shape with every legal configuration of each family that runs on ``gpu``."""
-    from .kernels.space import legal_configs
+    """Every shape with the default sweep of each family that runs on ``gpu``."""
+    from .kernels.space import default_sweep
 
     frames = []
     for family in families:
         if not runs_on(family, gpu):
             continue
         fd = family_dtype(family, dtype)
-        configs = legal_configs(family, gpu, fd)
+        configs = default_sweep(family, gpu, fd)
         fam_shapes = [Shape(s.m, s.n, s.k, fd) for s in shapes]
         frames.append(cfgs.cross(fam_shapes, configs))
     if not frames:
