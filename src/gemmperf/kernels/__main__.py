@@ -1,0 +1,158 @@
+"""GPU-side self test: ``python3 -m gemmperf.kernels selftest``.
+
+Compiles a list of configurations for the local GPU, verifies each on odd shapes (and
+every ablation mode on one shape), times the full-mode ones on square shapes and prints
+a short table. ``python3 -m gemmperf.kernels compile`` compiles the default sweep for
+an architecture without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from ..problem import MODES, KernelConfig
+
+ODD_SHAPES = [(1, 1, 1), (17, 33, 65), (1000, 1000, 1000), (4096, 257, 7168), (129, 4095, 200)]
+
+
+def default_configs(arch: str) -> list[KernelConfig]:
+    out = []
+    if arch == "sm_90a":
+        out += [
+            KernelConfig("ws-hopper", "bf16", 128, 256, 64, 4, persistent=True, raster="grouped"),
+            KernelConfig("ws-hopper", "bf16", 256, 128, 64, 4, persistent=True, raster="grouped"),
+            KernelConfig("ws-hopper", "bf16", 128, 256, 64, 4),
+            KernelConfig("ws-hopper", "bf16", 128, 128, 64, 6, persistent=True, raster="grouped"),
+            KernelConfig("ws-hopper", "bf16", 64, 128, 64, 4),
+            KernelConfig("ws-hopper", "fp16", 128, 128, 64, 4, persistent=True, raster="column"),
+        ]
+    out += [
+        KernelConfig("ws-ampere", "bf16", 128, 128, 32, 4, raster="grouped"),
+        KernelConfig("ws-ampere", "bf16", 128, 128, 64, 3),
+        KernelConfig("ws-ampere", "fp16", 64, 128, 32, 3),
+        KernelConfig("simt", "fp32", 128, 128, 8, 2),
+        KernelConfig("simt", "fp32", 64, 64, 16, 1),
+    ]
+    return out
+
+
+def _parse_shape(text: str) -> tuple[int, int, int]:
+    m, n, k = (int(x) for x in text.lower().split("x"))
+    return m, n, k
+
+
+def selftest(args) -> int:
+    from .builder import build
+    from .launch import GemmRunner, device_arch, ensure_context
+    from .verify import verify
+
+    ensure_context(0)
+    arch = device_arch(0)
+    configs = default_configs(arch)
+    if args.family:
+        configs = [c for c in configs if c.family in args.family]
+    shapes = [_parse_shape(s) for s in args.shapes] if args.shapes else ODD_SHAPES
+    failures = 0
+    rows = []
+    print(f"arch {arch}; {len(configs)} configurations; shapes {shapes}", flush=True)
+    for cfg in configs:
+        t0 = time.time()
+        kern = build(cfg, arch)
+        r = kern.resources
+        res = f"{r.registers}r {r.smem_total // 1024}KB spill {r.spills}"
+        checks = []
+        for m, n, k in shapes:
+            ok, rel, why = verify(kern, m, n, k)
+            checks.append(ok)
+            if not ok:
+                failures += 1
+                print(f"FAIL {cfg.key()} {m}x{n}x{k}: {why}", flush=True)
+        if not args.no_modes:
+            for mode in MODES:
+                if mode == "full":
+                    continue
+                mk = build(cfg.replace(mode=mode), arch)
+                for m, n, k in [(17, 33, 65), (1000, 1000, 1000)]:
+                    ok, rel, why = verify(mk, m, n, k)
+                    checks.append(ok)
+                    if not ok:
+                        failures += 1
+                        print(f"FAIL {cfg.replace(mode=mode).key()} {m}x{n}x{k}: {why}", flush=True)
+        speeds = []
+        for text in args.time:
+            m, n, k = _parse_shape(text)
+            with GemmRunner(kern, m, n, k) as run:
+                run.fill(1234)
+                ms = run.median_ms(reps=args.reps)
+            speeds.append(2.0 * m * n * k / ms / 1e9)
+        rows.append((cfg.key(), res, sum(checks), len(checks), speeds, time.time() - t0))
+        print(f"{cfg.key():55s} {res:24s} ok {sum(checks)}/{len(checks)} "
+              + " ".join(f"{s:7.1f}" for s in speeds) + f"  ({time.time() - t0:.1f}s)", flush=True)
+    if args.time and args.torch:
+        try:
+            import torch
+
+            for text in args.time:
+                m, n, k = _parse_shape(text)
+                a = torch.rand(m, k, device="cuda", dtype=torch.bfloat16) - 0.5
+                b = torch.rand(n, k, device="cuda", dtype=torch.bfloat16) - 0.5
+                for _ in range(3):
+                    torch.matmul(a, b.t())
+                evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(args.reps)]
+                for s, e in evs:
+                    s.record()
+                    torch.matmul(a, b.t())
+                    e.record()
+                torch.cuda.synchronize()
+                ts = sorted(s.elapsed_time(e) for s, e in evs)
+                print(f"torch.matmul bf16 {text}: {2.0 * m * n * k / ts[len(ts) // 2] / 1e9:.1f} TFLOP/s")
+        except ImportError:
+            print("torch not importable: no cuBLAS reference")
+    print("\nconfig | resources | checks | TFLOP/s " + " ".join(args.time))
+    for key, res, ok, total, speeds, _ in rows:
+        print(f"{key} | {res} | {ok}/{total} | " + " ".join(f"{s:.1f}" for s in speeds))
+    print(f"{failures} failures")
+    return 1 if failures else 0
+
+
+def compile_sweep(args) -> int:
+    from ..hardware import CATALOG
+    from .builder import build
+    from .space import sweep_for_gpu
+
+    gpu = CATALOG[args.gpu]
+    modes = tuple(MODES) if args.all_modes else ("full",)
+    configs = sweep_for_gpu(gpu, modes)
+    bad = 0
+    t0 = time.time()
+    for cfg in configs:
+        kern = build(cfg, gpu.arch)
+        r = kern.resources
+        if cfg.mode == "full" and (r.spills or r.stack_frame):
+            bad += 1
+            print(f"SPILL {cfg.key()}: {r}")
+    print(f"{len(configs)} configurations for {gpu.arch} in {time.time() - t0:.0f}s, {bad} with spills")
+    return 1 if bad else 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m gemmperf.kernels")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("selftest", help="compile, verify and time kernels on the local GPU")
+    s.add_argument("--family", action="append", help="only this family (repeatable)")
+    s.add_argument("--shapes", nargs="*", help="verification shapes MxNxK")
+    s.add_argument("--time", nargs="*", default=["4096x4096x4096"], help="timing shapes MxNxK")
+    s.add_argument("--reps", type=int, default=20)
+    s.add_argument("--no-modes", action="store_true", help="skip the ablation modes")
+    s.add_argument("--torch", action="store_true", help="time torch.matmul as the cuBLAS reference")
+    c = sub.add_parser("compile", help="compile the default sweep (no GPU needed)")
+    c.add_argument("--gpu", default="h100-sxm5-80gb")
+    c.add_argument("--all-modes", action="store_true")
+    args = p.parse_args(argv)
+    return selftest(args) if args.cmd == "selftest" else compile_sweep(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

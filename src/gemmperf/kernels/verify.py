@@ -1,0 +1,126 @@
+"""Checking kernel output against a float64 host reference.
+
+Every check draws fresh random inputs on the device (uniform in [-1, 1), never
+zeros), poisons C and a guard region after it with NaN, launches once, and reads back.
+
+``full`` mode: on sampled elements (a grid of sampled rows x sampled columns, all of
+them for small shapes), each element must satisfy
+
+    |c - ref| <= tol_out * |ref| + tol_acc * sum_k |a_k * b_k|
+
+where ref is the float64 product of the very (bf16/fp16/fp32) inputs the kernel read,
+tol_out is the output rounding (2^-8 bf16, 2^-11 fp16, 2^-22 fp32, each with a
+factor-of-2 margin over half an ulp) and tol_acc = 2^-18 is room for fp32 accumulation
+order. The norm-relative error ||c - ref|| / ||ref|| over the samples is reported.
+Every element read back must be finite (NaN poison left = element never written), and
+the guard after C must be untouched.
+
+Other modes check what they promise: ``load-only`` and ``empty`` leave C untouched,
+``epilogue-only`` writes exact zeros everywhere in C, ``math-only`` writes every
+element with a finite value (it multiplies a fixed resident pattern, not A and B).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+import numpy as np
+
+from .launch import GemmRunner, decode
+
+TOL_OUT = {"bf16": 2.0**-8, "fp16": 2.0**-11, "fp32": 2.0**-22}
+TOL_ACC = 2.0**-18
+FULL_READ_LIMIT = 1 << 26  # read all of C up to this many elements
+EXHAUSTIVE_LIMIT = 1 << 20  # check every element when M*N is at most this (and K small)
+
+
+class VerifyResult(NamedTuple):
+    ok: bool
+    max_rel_err: float  # norm-relative error over the checked elements (full mode), else 0
+    reason: str
+
+
+def _sample(count: int, limit: int, rng) -> np.ndarray:
+    if count <= limit:
+        return np.arange(count)
+    picks = rng.choice(count, size=limit - 2, replace=False)
+    return np.unique(np.concatenate([picks, [0, count - 1]]))
+
+
+def verify(kernel, m: int, n: int, k: int, *, runner: GemmRunner | None = None, samples: int = 64,
+           exhaustive: bool | None = None, seed: int | None = None) -> VerifyResult:
+    """Check ``kernel`` on an ``m x n x k`` problem; see the module docstring."""
+    own = runner is None
+    if own:
+        runner = GemmRunner(kernel, m, n, k)
+    try:
+        return _verify(runner, samples, exhaustive, seed)
+    finally:
+        if own:
+            runner.close()
+
+
+def _verify(r: GemmRunner, samples: int, exhaustive: bool | None, seed: int | None) -> VerifyResult:
+    m, n, k = r.m, r.n, r.k
+    mode = r.kernel.config.mode
+    seed = int.from_bytes(os.urandom(4), "little") if seed is None else seed
+    rng = np.random.default_rng(seed)
+    r.fill(seed)
+    r.poison()
+    r.launch()
+    r.synchronize()
+
+    guard = r.guard_raw()
+    poison = 0x7FFF if r.osize == 2 else 0x7FFFFFFF
+    if np.any(guard != poison):
+        return VerifyResult(False, float("nan"), f"wrote past the end of C ({int(np.sum(guard != poison))} guard elements)")
+
+    if exhaustive is None:
+        exhaustive = m * n <= EXHAUSTIVE_LIMIT and m * n * k <= (1 << 31)
+    rows = np.arange(m) if exhaustive else _sample(m, samples, rng)
+    cols = np.arange(n) if exhaustive else _sample(n, samples, rng)
+
+    # C: everything when small enough, otherwise the sampled rows in full
+    if m * n <= FULL_READ_LIMIT:
+        craw = r.c_raw()
+        sampled_raw = craw[rows]
+    else:
+        sampled_raw = np.stack([r.c_raw(int(i), 1)[0] for i in rows])
+        craw = sampled_raw
+    what = "all of C" if craw.shape[0] == m else f"{len(rows)} rows of C"
+
+    if mode in ("load-only", "empty"):
+        touched = int(np.sum(craw != poison))
+        if touched:
+            return VerifyResult(False, 0.0, f"{mode} wrote {touched} elements of C")
+        return VerifyResult(True, 0.0, f"C untouched ({what})")
+
+    cval = decode(craw, r.out_dtype)
+    unwritten = int(np.sum(craw == poison))
+    nonfinite = int(np.sum(~np.isfinite(cval)))
+    if unwritten or nonfinite:
+        return VerifyResult(False, float("nan"),
+                            f"{unwritten} elements never written, {nonfinite} not finite ({what})")
+    if mode == "epilogue-only":
+        nz = int(np.sum(cval != 0))
+        return VerifyResult(nz == 0, 0.0, f"{nz} non-zero elements" if nz else f"zeros ({what})")
+    if mode == "math-only":
+        return VerifyResult(True, 0.0, f"written and finite ({what})")
+
+    a = r.rows("A", rows)
+    b = r.rows("B", cols)
+    ref = a @ b.T
+    absum = np.abs(a) @ np.abs(b).T
+    got = decode(sampled_raw, r.out_dtype)[:, cols]
+    err = np.abs(got - ref)
+    bound = TOL_OUT[r.out_dtype] * np.abs(ref) + TOL_ACC * absum + 1e-30
+    bad = err > bound
+    norm_ref = float(np.linalg.norm(ref))
+    rel = float(np.linalg.norm(got - ref) / norm_ref) if norm_ref > 0 else float(np.linalg.norm(got - ref))
+    checked = f"{ref.size} elements{' (all)' if exhaustive else ''}"
+    if np.any(bad):
+        i, j = np.unravel_index(int(np.argmax(err / bound)), err.shape)
+        return VerifyResult(False, rel, f"{int(bad.sum())} of {checked} out of tolerance; worst C[{rows[i]},{cols[j]}] "
+                                        f"= {got[i, j]!r}, reference {ref[i, j]!r}")
+    return VerifyResult(True, rel, f"{checked} within tolerance")
