@@ -1,0 +1,117 @@
+"""Kernels compile with NVRTC for their architecture, with no GPU needed.
+
+A deterministic representative subset of the default sweep is compiled (every family,
+tile shape, stage count class, persistence, raster and mode); set
+GEMMPERF_FULL_COMPILE=1 to compile the whole default sweep (all modes) instead.
+"""
+
+import os
+
+import pytest
+
+pytest.importorskip("cuda.core")
+pytest.importorskip("cuda.bindings.nvrtc")
+
+from gemmperf.errors import UserError  # noqa: E402
+from gemmperf.hardware import CATALOG  # noqa: E402
+from gemmperf.kernels import builder, space  # noqa: E402
+from gemmperf.problem import MODES, KernelConfig  # noqa: E402
+
+H100 = CATALOG["h100-sxm5-80gb"]
+A100 = CATALOG["a100-sxm4-80gb"]
+FULL = os.environ.get("GEMMPERF_FULL_COMPILE") == "1"
+
+
+def _subset(gpu, family):
+    """One config per (tile, stages-class) cycling persistence/raster, plus every mode once."""
+    sweep = space.default_sweep(family, gpu)
+    if FULL:
+        return [c.replace(mode=m) for c in sweep for m in MODES]
+    picked, seen = [], set()
+    variants = sorted({(c.persistent, c.raster) for c in sweep})
+    for i, c in enumerate(sweep):
+        # the deepest and the shallowest ring of each tile shape
+        key = (c.tile_m, c.tile_n, c.tile_k, c.stages == min(s.stages for s in sweep if
+                                                             (s.tile_m, s.tile_n, s.tile_k) == (c.tile_m, c.tile_n, c.tile_k)))
+        if key in seen:
+            continue
+        want = variants[len(seen) % len(variants)]
+        if (c.persistent, c.raster) != want:
+            continue
+        seen.add(key)
+        picked.append(c)
+    for v in variants:  # every persistence/raster value at least once
+        if not any((c.persistent, c.raster) == v for c in picked):
+            picked.append(next(c for c in sweep if (c.persistent, c.raster) == v))
+    base = picked[0]
+    picked += [base.replace(mode=m) for m in MODES if m != "full"]
+    if family != "simt":
+        picked += [base.replace(dtype="fp16")]
+    return picked
+
+
+CASES = [(H100, f, c) for f in ("ws-hopper", "ws-ampere", "simt") for c in _subset(H100, f)]
+CASES += [(A100, f, c) for f in ("ws-ampere", "simt") for c in _subset(A100, f)[:6]]
+
+
+@pytest.mark.parametrize("gpu,family,cfg", CASES, ids=[f"{g.arch}-{c.key()}" for g, _, c in CASES])
+def test_compiles_within_limits(gpu, family, cfg):
+    kern = builder.build(cfg, gpu.arch)
+    r = kern.resources
+    assert r.smem_total <= gpu.smem_per_block, (r.smem_total, gpu.smem_per_block)
+    assert r.registers * r.threads <= gpu.regs_per_sm
+    assert r.registers <= 255
+    if cfg.mode == "full":
+        assert r.spills == 0 and r.stack_frame == 0, kern.log
+        assert not any("C7508" in w for w in r.warnings), r.warnings  # setmaxnreg ignored
+    if family == "simt":
+        assert r.static_smem == space.smem_bytes(cfg) or cfg.mode in ("epilogue-only", "empty")
+    else:
+        assert r.dynamic_smem == space.smem_bytes(cfg)
+
+
+def test_sweep_covers_every_value():
+    sweep = space.default_sweep("ws-hopper", H100)
+    assert {c.tile_m for c in sweep} == {64, 128, 256}
+    assert {c.tile_n for c in sweep} == {64, 128, 256}
+    assert {c.persistent for c in sweep} == {False, True}
+    assert {c.raster for c in sweep} == {"row", "column", "grouped"}
+    assert min(c.stages for c in sweep) == 2
+    for c in sweep:
+        assert space.check_legal(c, H100) is None
+        assert space.smem_bytes(c) <= H100.smem_per_block
+    assert space.default_sweep("ws-hopper", A100) == []
+    assert space.default_sweep("ws-ampere", A100)
+    assert space.default_sweep("simt", CATALOG["rtx-a6000"])
+
+
+def test_illegal_configs_are_refused():
+    assert space.check_legal(KernelConfig("ws-hopper", "bf16", 256, 256, 64, 3), H100)  # 256 acc regs
+    assert space.check_legal(KernelConfig("ws-hopper", "bf16", 128, 256, 64, 5), H100)  # smem
+    assert space.check_legal(KernelConfig("ws-hopper", "bf16", 128, 128, 64, 4), A100)  # arch
+    assert space.check_legal(KernelConfig("simt", "bf16", 64, 64, 8, 1), H100)
+    with pytest.raises(UserError):
+        builder.build(KernelConfig("ws-hopper", "bf16", 128, 128, 64, 4), "sm_80")
+
+
+def test_disk_cache_hits_and_keys_by_arch(tmp_path):
+    cfg = KernelConfig("simt", "fp32", 64, 64, 8, 1)
+    first = builder.build(cfg, "sm_80", cache=tmp_path)
+    again = builder.build(cfg, "sm_80", cache=tmp_path)
+    other = builder.build(cfg, "sm_90a", cache=tmp_path)
+    assert not first.from_cache and again.from_cache and not other.from_cache
+    assert again.cubin == first.cubin and again.resources == first.resources
+    assert other.key != first.key
+
+
+def test_source_holds_only_rendered_integers():
+    src = builder.render(KernelConfig("ws-hopper", "bf16", 128, 256, 64, 4, persistent=True, raster="grouped"))
+    assert "#define BM 128\n" in src and "#define RASTER 2\n" in src and "m64n256k16" in src
+    assert "#include" not in src
+
+
+def test_parse_ptxas():
+    log = ("ptxas info    : Used 168 registers, used 1 barriers, 16896 bytes smem\n"
+           "ptxas         .     8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n")
+    p = builder.parse_ptxas(log)
+    assert (p["registers"], p["static_smem"], p["stack_frame"], p["spill_stores"], p["spill_loads"]) == (168, 16896, 8, 4, 12)

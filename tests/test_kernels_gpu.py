@@ -1,0 +1,100 @@
+"""On a GPU: every family and mode gives correct results on odd shapes.
+
+Skipped (with the probe's reason) where there is no GPU.
+"""
+
+import pytest
+
+pytest.importorskip("numpy")
+pytest.importorskip("cuda.bindings")
+
+from gemmperf.hardware import NoGPU, probe  # noqa: E402
+from gemmperf.problem import MODES, KernelConfig  # noqa: E402
+
+try:
+    GPU = probe()
+    REASON = ""
+except NoGPU as err:  # also: no driver, no cuda-python
+    GPU, REASON = None, str(err)
+
+pytestmark = pytest.mark.skipif(GPU is None, reason=REASON or "no GPU")
+
+SHAPES = [(1, 1, 1), (17, 33, 65), (1000, 1000, 1000), (4096, 257, 7168)]
+SMALL = [(1, 1, 1), (17, 33, 65), (64, 130, 7), (200, 129, 300)]
+
+
+def _configs():
+    out = [
+        KernelConfig("ws-ampere", "bf16", 128, 128, 32, 4, raster="grouped"),
+        KernelConfig("ws-ampere", "fp16", 64, 128, 64, 3, persistent=True),
+        KernelConfig("simt", "fp32", 128, 128, 8, 2),
+        KernelConfig("simt", "fp32", 64, 64, 16, 1, raster="column"),
+    ]
+    if GPU is not None and GPU.arch == "sm_90a":
+        out = [
+            KernelConfig("ws-hopper", "bf16", 128, 256, 64, 4, persistent=True, raster="grouped"),
+            KernelConfig("ws-hopper", "bf16", 256, 128, 64, 3),
+            KernelConfig("ws-hopper", "fp16", 64, 64, 64, 2, persistent=True, raster="column"),
+        ] + out
+    return out
+
+
+CONFIGS = _configs()
+
+
+@pytest.fixture(scope="module")
+def arch():
+    from gemmperf.kernels.launch import device_arch, ensure_context
+
+    ensure_context(0)
+    return device_arch(0)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=[c.key() for c in CONFIGS])
+def test_full_mode_correct_on_odd_shapes(cfg, arch):
+    from gemmperf.kernels.builder import build
+    from gemmperf.kernels.verify import verify
+
+    kern = build(cfg, arch)
+    for m, n, k in SHAPES:
+        ok, rel, why = verify(kern, m, n, k)
+        assert ok, f"{cfg.key()} {m}x{n}x{k}: {why}"
+    for m, n, k in SMALL:
+        ok, rel, why = verify(kern, m, n, k, exhaustive=True)
+        assert ok, f"{cfg.key()} {m}x{n}x{k} (exhaustive): {why}"
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=[c.key() for c in CONFIGS])
+@pytest.mark.parametrize("mode", [m for m in MODES if m != "full"])
+def test_ablation_modes(cfg, mode, arch):
+    from gemmperf.kernels.builder import build
+    from gemmperf.kernels.verify import verify
+
+    kern = build(cfg.replace(mode=mode), arch)
+    for m, n, k in [(1, 1, 1), (17, 33, 65), (1000, 1000, 1000)]:
+        ok, rel, why = verify(kern, m, n, k)
+        assert ok, f"{cfg.replace(mode=mode).key()} {m}x{n}x{k}: {why}"
+
+
+def test_wrong_results_are_caught(arch):
+    """A kernel told the wrong K (half of it) must fail verification."""
+    from gemmperf.kernels import verify as V
+    from gemmperf.kernels.builder import build
+    from gemmperf.kernels.launch import GemmRunner
+
+    cfg = CONFIGS[0]
+    kern = build(cfg, arch)
+    with GemmRunner(kern, 300, 300, 256) as run:
+        orig = run.launch
+
+        def short_launch():
+            from gemmperf.kernels.launch import kernel_args
+
+            saved = run._args
+            run._args = kernel_args(kern, run.A.ptr, run.B.ptr, run.C.ptr, 300, 300, 128, run.lda, run.ldb)
+            orig()
+            run._args = saved
+
+        run.launch = short_launch
+        ok, rel, why = V.verify(kern, 300, 300, 256, runner=run)
+    assert not ok and "tolerance" in why
