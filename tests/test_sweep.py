@@ -37,23 +37,23 @@ def read(path):
 
 def test_interrupted_sweep_resumes_to_the_same_rows(tmp_path):
     full = tmp_path / "full.csv"
-    run_sweep(tasks(), full, fake_factory(), progress=False)
+    run_sweep(tasks(), full, fake_factory(), progress=False, start_method="fork")
     part = tmp_path / "part.csv"
-    run_sweep(tasks()[:5], part, fake_factory(), progress=False)  # "interrupted" after 5
+    run_sweep(tasks()[:5], part, fake_factory(), progress=False, start_method="fork")  # "interrupted" after 5
     # a crash mid-write leaves a torn last line
     with open(part, "a") as fh:
         fh.write("640,64,64,simt,fp32,64")
-    counts = run_sweep(tasks(), part, fake_factory(), progress=False)
+    counts = run_sweep(tasks(), part, fake_factory(), progress=False, start_method="fork")
     assert counts == {"ok": 7}
     strip = lambda rows: sorted((tuple(r[c] for c in ROW_COLUMNS if c != "timestamp") for r in rows))
     assert strip(read(part)) == strip(read(full))
-    assert run_sweep(tasks(), part, fake_factory(), progress=False) == {}
+    assert run_sweep(tasks(), part, fake_factory(), progress=False, start_method="fork") == {}
 
 
 def test_crash_hang_and_error_are_recorded_and_the_sweep_goes_on(tmp_path):
     out = tmp_path / "m.csv"
     counts = run_sweep(tasks(6), out, fake_factory(crash_at={128}, hang_at={256}, fail_at={320}),
-                       timeout_s=3, progress=False)
+                       timeout_s=3, progress=False, start_method="fork")
     rows = {int(r["m"]): r for r in read(out)}
     assert counts == {"ok": 3, "launch_error": 2, "timeout": 1}
     assert rows[128]["status"] == "launch_error" and "worker died" in rows[128]["reason"]
@@ -65,11 +65,11 @@ def test_crash_hang_and_error_are_recorded_and_the_sweep_goes_on(tmp_path):
 def test_shards_merge_to_the_one_gpu_table(tmp_path):
     all_tasks = tasks(10)
     one = tmp_path / "one.csv"
-    run_sweep(all_tasks, one, fake_factory(), progress=False)
+    run_sweep(all_tasks, one, fake_factory(), progress=False, start_method="fork")
     parts = []
     for i in range(3):
         p = tmp_path / f"s{i}.csv"
-        run_sweep(shard(all_tasks, i, 3), p, fake_factory(), progress=False)
+        run_sweep(shard(all_tasks, i, 3), p, fake_factory(), progress=False, start_method="fork")
         parts.append(p)
     merged = tmp_path / "merged.csv"
     assert merge_shards(parts, merged) == 10

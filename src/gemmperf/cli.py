@@ -240,6 +240,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.add_argument("--out", help="file to write (default: stdout)")
     p.set_defaults(func=cmd_simulate)
+
+    from .bench import collect, microbench
+
+    collect.add_parser(sub)
+    microbench.add_parser(sub)
     return parser
 
 

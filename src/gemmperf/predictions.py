@@ -8,17 +8,7 @@ from . import configs as cfgs
 from .errors import UserError
 from .hardware import GPU
 from .params import ParamSet
-from .problem import Shape
-
-
-def family_dtype(family: str, dtype: str) -> str:
-    """simt is the FP32 kernel; the tensor-core families take the requested dtype."""
-    return "fp32" if family == "simt" else dtype
-
-
-def runs_on(family: str, gpu: GPU) -> bool:
-    major, _ = gpu.compute_capability
-    return {"ws-hopper": gpu.arch == "sm_90a", "ws-ampere": major >= 8, "simt": True}[family]
+from .problem import Shape, family_dtype, runs_on
 
 
 def candidate_table(shapes: list[Shape], gpu: GPU, families: list[str], dtype: str) -> pl.DataFrame:

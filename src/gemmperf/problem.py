@@ -40,6 +40,17 @@ FAMILY_DTYPES: dict[str, tuple[str, ...]] = {
 }
 
 
+def family_dtype(family: str, dtype: str) -> str:
+    """simt is the FP32 kernel; the tensor-core families take the requested dtype."""
+    return "fp32" if family == "simt" else dtype
+
+
+def runs_on(family: str, gpu) -> bool:
+    """Whether ``family`` runs on ``gpu`` (ws-hopper needs sm_90a, ws-ampere sm_80+)."""
+    major, _ = gpu.compute_capability
+    return {"ws-hopper": gpu.arch == "sm_90a", "ws-ampere": major >= 8, "simt": True}[family]
+
+
 def check_dtype(dtype: str, origin: str = "dtype") -> str:
     if dtype not in DTYPE_BYTES:
         raise UserError(f"{origin}: unknown dtype {dtype!r}; known: {', '.join(DTYPE_BYTES)}")

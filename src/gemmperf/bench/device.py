@@ -31,6 +31,29 @@ def sm_clock_mhz(index: int = 0) -> float | None:
     return None
 
 
+def nvidia_driver() -> str | None:
+    """The NVIDIA driver version (e.g. 580.159.04), through NVML or nvidia-smi."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            v = pynvml.nvmlSystemGetDriverVersion()
+            return v.decode() if isinstance(v, bytes) else str(v)
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:
+        pass
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=10).stdout.strip()
+            return out.splitlines()[0] if out else None
+        except (OSError, subprocess.SubprocessError, IndexError):
+            return None
+    return None
+
+
 def identity(gpu) -> dict:
     """Fields recorded in every measurement row: which GPU, driver and CUDA."""
     from cuda.bindings import driver as cu
@@ -42,6 +65,6 @@ def identity(gpu) -> dict:
     return {
         "gpu": gpu.slug,
         "device": gpu.name,
-        "driver": gpu.driver or f"{version // 1000}.{(version % 1000) // 10}",
+        "driver": nvidia_driver() or "unknown",
         "cuda": f"driver API {version // 1000}.{(version % 1000) // 10}, NVRTC {major}.{minor}",
     }

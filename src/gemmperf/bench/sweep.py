@@ -6,7 +6,7 @@
   illegal address, a hang) kills only the worker: the configuration is recorded with
   status ``launch_error`` or ``timeout`` and its reason, a fresh worker starts, and the
   sweep goes on.
-- The parent never touches CUDA, so the worker can be forked.
+- Workers are spawned (not forked) so that the parent may have touched CUDA.
 
 Standard library only (the worker's measure function brings numpy and cuda-python).
 """
@@ -117,8 +117,8 @@ def _worker_main(conn, factory: Callable[[], Callable[[dict], dict]]) -> None:
 
 
 class Worker:
-    def __init__(self, factory):
-        ctx = mp.get_context("fork")
+    def __init__(self, factory, start_method: str = "spawn"):
+        ctx = mp.get_context(start_method)
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker_main, args=(child, factory), daemon=True)
         self.proc.start()
@@ -130,16 +130,14 @@ class Worker:
         if self.conn.poll(timeout_s):
             try:
                 return self.conn.recv()
-            except EOFError:
-                pass
-        if self.proc.is_alive():
-            self.kill()
-            return {"status": "timeout", "reason": f"no result within {timeout_s:.0f} s; worker restarted"}
-        self.proc.join(1)
-        return {
-            "status": "launch_error",
-            "reason": f"worker died (exit code {self.proc.exitcode}), e.g. an illegal address; worker restarted",
-        }
+            except EOFError:  # the worker died mid-task
+                self.proc.join(5)
+                return {
+                    "status": "launch_error",
+                    "reason": f"worker died (exit code {self.proc.exitcode}), e.g. an illegal address; worker restarted",
+                }
+        self.kill()
+        return {"status": "timeout", "reason": f"no result within {timeout_s:.0f} s; worker restarted"}
 
     def alive(self) -> bool:
         return self.proc.is_alive()
@@ -205,25 +203,24 @@ def run_sweep(
     timeout_s: float = 120.0,
     context: dict | None = None,
     progress: bool = True,
+    start_method: str = "spawn",
 ) -> dict[str, int]:
     """Measure every task not already in ``out``; return counts by status.
 
     ``factory`` runs in the worker process and returns ``measure(task) -> dict`` (the
-    row's measured fields). ``context`` fields (GPU identity, ...) go in every row.
+    row's measured fields); with the default "spawn" start it must be picklable. ``context`` fields (GPU identity, ...) go in every row.
     """
     out = Path(out)
     seen = done_keys(out)
     pending = [t for t in tasks if task_key(t) not in seen]
     writer = RowWriter(out)
     bar = Progress(len(pending), stream=sys.stderr if progress else open(os.devnull, "w"))
-    worker = Worker(factory) if pending else None
+    worker = Worker(factory, start_method) if pending else None
     try:
         for task in pending:
             if not worker.alive():
-                worker = Worker(factory)
+                worker = Worker(factory, start_method)
             result = worker.run(task, timeout_s)
-            if result.get("status") in ("launch_error", "timeout") and not worker.alive():
-                worker = Worker(factory)
             row = {**(context or {}), **task, **result, "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S")}
             writer.write(row)
             bar.step(row.get("status", "?"))

@@ -21,8 +21,7 @@ import polars as pl
 from ..errors import UserError
 from ..hardware import GPU
 from ..params import ParamSet, Params, default_params
-from ..predictions import family_dtype, runs_on
-from ..problem import DTYPE_BYTES
+from ..problem import DTYPE_BYTES, family_dtype, runs_on
 
 
 def default_paramset(gpu: GPU, families: list[str], dtype: str) -> ParamSet:

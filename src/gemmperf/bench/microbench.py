@@ -1,0 +1,123 @@
+"""Microbenchmarks on the project's own kernels in their ablation modes (the paper's
+section 4.2), plus DRAM copy and L2 bandwidth.
+
+Every kernel run is one full wave: M = TM and N = TN x SMs, so each SM runs one CTA
+and all SMs share DRAM as they do in a real GEMM.
+
+- init: ``empty`` mode, K = TK                -> T_INIT
+- epilogue: ``epilogue-only`` mode, K = TK     -> T_EPILOGUE (minus T_INIT)
+- load: ``load-only`` mode, K = S x TK for several S and >= 4 tiles -> load throughput, latency
+- math: ``math-only`` mode, likewise           -> math throughput, latency
+- dram: a device-to-device copy far larger than L2 (bytes read + written)
+- l2: the same copy of a buffer that fits in L2, repeated
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from functools import partial
+from pathlib import Path
+
+from ..errors import UserError
+from ..problem import DTYPE_BYTES, FAMILIES, family_dtype, runs_on
+from .sweep import run_sweep
+
+KINDS = {"empty": "init", "epilogue-only": "epilogue", "load-only": "load", "math-only": "math"}
+K_STAGES = (2, 8, 32, 128)
+TILES = {
+    "ws-hopper": [(64, 128, 64), (128, 128, 64), (128, 256, 64), (256, 128, 64), (64, 256, 64)],
+    "ws-ampere": [(64, 64, 32), (128, 64, 32), (128, 128, 32), (64, 128, 64), (128, 128, 64)],
+    "simt": [(64, 64, 8), (64, 64, 16), (128, 64, 8), (128, 128, 8), (64, 128, 16)],
+}
+EXTRA_COLUMNS = ("kind", "k_stages", "ctas", "bytes", "flops")
+
+
+def microbench_tasks(gpu, families: list[str], dtype: str) -> list[dict]:
+    from ..kernels.space import check_legal
+    from ..problem import KernelConfig
+
+    tasks = []
+    for family in families:
+        if not runs_on(family, gpu):
+            continue
+        fd = family_dtype(family, dtype)
+        stages = 2 if family == "simt" else 4
+        for tm, tn, tk in TILES[family]:
+            cfg = KernelConfig(family, fd, tm, tn, tk, stages)
+            if check_legal(cfg, gpu) is not None:
+                continue
+            for mode in KINDS:
+                for S in ((1,) if mode in ("empty", "epilogue-only") else K_STAGES):
+                    tasks.append({"m": tm, "n": tn * gpu.sms, "k": S * tk, **cfg.replace(mode=mode).as_dict()})
+    return tasks
+
+
+def bandwidth_rows(gpu) -> list[dict]:
+    """DRAM and L2 copy bandwidth with cuMemcpyDtoDAsync, timed with events."""
+    from cuda.bindings import driver as cu
+
+    from ..kernels.launch import DeviceBuffer, ensure_context
+    from .timing import check, time_kernel
+
+    ensure_context(0)
+    stream = check(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value))
+    rows = []
+    for kind, size in (("dram", max(8 * gpu.l2_bytes, 1 << 30)), ("l2", gpu.l2_bytes // 4)):
+        src, dst = DeviceBuffer(size), DeviceBuffer(size)
+        try:
+            t = time_kernel(lambda _: check(cu.cuMemcpyDtoDAsync(dst.ptr, src.ptr, size, stream)), stream)
+            rows.append({"kind": kind, "status": "ok", "bytes": 2 * size, **t.as_row(),
+                         "reason": f"{2 * size / t.time_us / 1e6:.3f} TB/s (read + written)"})
+        finally:
+            src.free()
+            dst.free()
+    return rows
+
+
+def run_microbench(gpu, out: str | Path, families: list[str], dtype: str, timeout_s: float = 120.0) -> int:
+    """Measure everything into ``out`` (kernel rows resume like a sweep)."""
+    from .device import identity
+    from .measure import Measurer
+
+    out = Path(out)
+    raw = out.with_suffix(".raw.csv")
+    tasks = microbench_tasks(gpu, families, dtype)
+    if not tasks:
+        raise UserError(f"no family of {families} runs on {gpu.slug}")
+    context = identity(gpu)
+    run_sweep(tasks, raw, partial(Measurer, gpu), timeout_s=timeout_s, context=context)
+    with raw.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        tm, tn, tk, k = (int(r[c]) for c in ("tile_m", "tile_n", "tile_k", "k"))
+        r.update(kind=KINDS[r["mode"]], k_stages=math.ceil(k / tk), ctas=gpu.sms,
+                 bytes=(tm + tn) * k * DTYPE_BYTES[r["dtype"]] * gpu.sms, flops=2 * tm * tn * k * gpu.sms)
+    rows += [{**context, **r} for r in bandwidth_rows(gpu)]
+    columns = list(dict.fromkeys([*EXTRA_COLUMNS, *(c for r in rows for c in r)]))
+    tmp = out.with_suffix(".tmp")
+    with tmp.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=columns, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    tmp.replace(out)
+    return len(rows)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("microbench", help="T_INIT, T_EPILOGUE, load/math throughput and latency, DRAM and L2 bandwidth")
+    p.add_argument("--out", required=True, help="microbenchmark CSV")
+    p.add_argument("--gpu", default="auto", help="hardware.json of this GPU, or auto (probe)")
+    p.add_argument("--families", default=",".join(FAMILIES))
+    p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
+    p.set_defaults(func=cmd_microbench)
+
+
+def cmd_microbench(a) -> int:
+    from ..cli import resolve_gpu
+
+    gpu = resolve_gpu(a.gpu)
+    families = [f.strip() for f in a.families.split(",") if f.strip()]
+    n = run_microbench(gpu, a.out, families, a.dtype)
+    print(f"wrote {n} microbenchmark rows to {a.out}")
+    return 0
