@@ -7,13 +7,15 @@ rule microbench:
     input:
         hardware="results/{gpu}/hardware.json",
     params:
-        settings=config["collect"],
+        families=",".join(config["families"]),
+        dtype=config["dtype"],
     resources:
         gpu=1,
     log:
         "logs/{gpu}/microbench.log",
     shell:
-        "gemmperf microbench --gpu {input.hardware} --out {output} > {log} 2>&1"
+        "gemmperf microbench --gpu {input.hardware} --out {output}"
+        " --families {params.families} --dtype {params.dtype} > {log} 2>&1"
 
 
 rule collect_shard:
@@ -25,6 +27,7 @@ rule collect_shard:
     params:
         families=",".join(config["families"]),
         dtype=config["dtype"],
+        preset=lambda w: config["collect"]["presets"].get(w.testlist, "medium"),
         warm_l2="--warm-l2" if config["collect"]["warm_l2"] else "",
         rel_spread=config["collect"]["rel_spread"],
         max_seconds=config["collect"]["max_seconds"],
@@ -34,7 +37,7 @@ rule collect_shard:
         "logs/{gpu}/collect/{testlist}.{shard}-of-{shards}.log",
     shell:
         "gemmperf collect --gpu {input.hardware} --testlist {input.testlist}"
-        " --out {output} --families {params.families} --dtype {params.dtype}"
+        " --out {output} --families {params.families} --dtype {params.dtype} --preset {params.preset}"
         " --shard {wildcards.shard}/{wildcards.shards} {params.warm_l2}"
         " --rel-spread {params.rel_spread} --max-seconds {params.max_seconds} > {log} 2>&1"
 
