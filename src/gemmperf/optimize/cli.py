@@ -1,0 +1,147 @@
+"""``gemmperf optimize``: the Z3-optimal configuration of one shape, or a testlist's table.
+
+    gemmperf optimize --gpu h100-sxm5-80gb --shape 4096x4096x4096 [--dtype bf16]
+                      [--family ws-hopper|ws-ampere|simt|all] [--model ws-stage|ws-persistent]
+                      [--tile 128x256x64] [--stages 4] [--json]
+    gemmperf optimize --gpu h100-sxm5-80gb --testlist testlists/dsv3.csv
+                      [--measurements results/<gpu>/measurements/dsv3.csv] [--out CSV]
+
+Registered by ``add_parser(subparsers)`` from gemmperf.cli.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..errors import UserError
+
+MODELS = ("ws-stage", "ws-persistent")
+
+
+def add_parser(subparsers) -> None:
+    from ..problem import FAMILIES, RASTERS
+
+    p = subparsers.add_parser(
+        "optimize", help="Z3-optimal tiling of a shape (or a testlist) under a model, with runner-up and regret")
+    p.add_argument("--gpu", default="auto", help="catalog slug, hardware.json, or auto (probe)")
+    p.add_argument("--params", help="parameters JSON (default results/<gpu>/params.json if present)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="override one parameter")
+    p.add_argument("--shape", help="problem MxNxK, e.g. 4096x4096x4096")
+    p.add_argument("--testlist", help="testlist CSV: write a tilings table instead")
+    p.add_argument("--dtype", default="bf16", help="input dtype (default bf16; simt is fp32)")
+    p.add_argument("--family", default="all", choices=(*FAMILIES, "all"),
+                   help="kernel family (default: every family that runs on the GPU)")
+    p.add_argument("--model", default="ws-stage", choices=MODELS)
+    p.add_argument("--tile", help="pin the tile TMxTNxTK")
+    p.add_argument("--stages", type=int, help="pin the number of stages")
+    p.add_argument("--raster", choices=RASTERS, help="pin the raster order")
+    p.add_argument("--measurements", help="measurements CSV/parquet for the regret (testlist mode); "
+                   "default results/<gpu>/measurements/<testlist>.csv if present")
+    p.add_argument("--space", default="auto", choices=("auto", "legal", "measured"),
+                   help="testlist mode: search the legal space or the measured configurations")
+    p.add_argument("--out", help="testlist mode: CSV to write (default results/<gpu>/tilings/<testlist>.csv)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_optimize)
+
+
+def _fix(a) -> dict:
+    fix = {}
+    if a.tile:
+        parts = a.tile.lower().split("x")
+        try:
+            tm, tn, tk = (int(x) for x in parts)
+        except ValueError:
+            raise UserError(f"--tile {a.tile!r}: expected TMxTNxTK with positive integers") from None
+        if min(tm, tn, tk) < 1:
+            raise UserError(f"--tile {a.tile!r}: expected TMxTNxTK with positive integers")
+        fix.update(tile_m=tm, tile_n=tn, tile_k=tk)
+    if a.stages is not None:
+        if a.stages < 1:
+            raise UserError(f"--stages {a.stages}: must be >= 1")
+        fix["stages"] = a.stages
+    if a.raster:
+        fix["raster"] = a.raster
+    return fix
+
+
+def _families(a, gpu) -> list[str]:
+    from ..predictions import runs_on
+    from ..problem import FAMILIES
+
+    if a.family != "all":
+        return [a.family]  # solve() explains if it does not run on the GPU
+    fams = [f for f in FAMILIES if runs_on(f, gpu)]
+    if not fams:
+        raise UserError(f"no kernel family runs on {gpu.slug} ({gpu.arch})")
+    return fams
+
+
+def _fmt_cfg(c) -> str:
+    cl = f" cluster {c.cluster_m}x{c.cluster_n}" if (c.cluster_m, c.cluster_n) != (1, 1) else ""
+    return (f"{c.tile_m}x{c.tile_n}x{c.tile_k}, {c.stages} stages{cl}, "
+            f"{'persistent' if c.persistent else 'non-persistent'}, {c.raster} raster")
+
+
+def cmd_optimize(a) -> int:
+    from ..cli import RESULTS, resolve_gpu, resolve_params
+    from ..problem import check_dtype, parse_shape, read_testlist
+
+    if bool(a.shape) == bool(a.testlist):
+        raise UserError("optimize: give --shape MxNxK or --testlist CSV (one of them)")
+    check_dtype(a.dtype, "--dtype")
+    gpu = resolve_gpu(a.gpu)
+    pset = resolve_params(gpu, a.params, a.set)
+    fams = _families(a, gpu)
+    fix = _fix(a)
+    if a.shape:
+        from . import z3opt
+
+        shape = parse_shape(a.shape, a.dtype)
+        sols = [z3opt.solve(shape, f, gpu, pset, a.model, fix=fix or None) for f in fams]
+        if a.json:
+            print(json.dumps([s.to_dict() for s in sols], indent=2, default=str))
+            return 0
+        for s in sols:
+            print(f"{s.family} on {gpu.slug}, {s.shape}, model {s.model} "
+                  f"({s.n_configs} configurations, {s.n_classes} tiles)")
+            print(f"  optimum:   {_fmt_cfg(s.config)}")
+            print(f"             predicted {s.predicted_us:.3f} us, MATH wait {s.math_wait_us:.3f} us, "
+                  f"limiter {s.breakdown.get('limiter')}")
+            skip = {"predicted_us", "limiter", "math_wait_us"}
+            parts = [f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
+                     for k, v in s.breakdown.items() if k not in skip]
+            print(f"             {', '.join(parts)}")
+            if s.runner_up is not None:
+                r = s.runner_up
+                print(f"  runner-up: {_fmt_cfg(r.config)}: predicted {r.predicted_us:.3f} us "
+                      f"(+{(r.predicted_us / s.predicted_us - 1) * 100:.2f}%)")
+            print(f"  solve:     {s.solve_s * 1e3:.1f} ms (runner-up {s.runner_up_s * 1e3:.1f} ms)")
+        return 0
+
+    # testlist mode
+    from .tilings import read_measurements, tilings_table
+
+    if fix:
+        raise UserError("optimize: --tile/--stages/--raster apply to one --shape, not a testlist")
+    path = Path(a.testlist)
+    shapes = read_testlist(path, a.dtype)
+    mpath = Path(a.measurements) if a.measurements else RESULTS / gpu.slug / "measurements" / f"{path.stem}.csv"
+    meas = read_measurements(mpath) if (a.measurements or mpath.is_file()) else None
+    table = tilings_table(shapes, gpu, pset, fams, a.model, meas, a.space)
+    out = Path(a.out) if a.out else RESULTS / gpu.slug / "tilings" / f"{path.stem}.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.write_csv(out)
+    if a.json:
+        print(json.dumps(table.to_dicts(), indent=2, default=str))
+    from .tilings import mean_regret
+
+    solve = table.get_column("solve_s")
+    msg = (f"wrote {table.height} tilings to {out}; solve median {solve.median() * 1e3:.1f} ms, "
+           f"max {solve.max() * 1e3:.1f} ms")
+    reg = mean_regret(table)
+    if reg is not None:
+        msg += f"; mean regret {reg * 100:.2f}%"
+    print(msg, file=sys.stderr)
+    return 0

@@ -1,0 +1,222 @@
+"""Tilings table: the Z3 choice per shape and family, next to measurements and nvMMH.
+
+``tilings_table(shapes, gpu, pset, families, model, measurements)`` has one row per
+(shape, family that runs on the GPU): the Z3-optimal configuration, its predicted time,
+MATH wait and limiter, the runner-up tiling, the solve time, and where measurements
+exist the measured time of the choice, the measured best configuration and
+
+    regret = measured(choice) / measured(best) - 1.
+
+Measurements are the measure stage's table (columns m, n, k, family, dtype, tile_m,
+tile_n, tile_k, stages, cluster_m, cluster_n, persistent, raster, mode, status,
+time_us, ...): only rows with status == "ok" (and mode == "full" where a mode column
+exists) count; repeated rows of one configuration are reduced to their median.
+
+Search space per row (``space``): "legal" is the family's whole legal space;
+"measured" is the configurations measured ok for that shape (so that the choice has a
+measured time and the regret is defined); "auto" (the default) is "measured" where the
+shape has measurements and "legal" elsewhere. The ``space`` column says which one.
+
+If NVIDIA's ``nvidia-matmul-heuristics`` package imports (an optional extra, never
+required), its top configuration and runtime estimate are added as nvmmh_* columns.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ..errors import UserError
+from ..hardware import GPU
+from ..params import ParamSet
+from ..problem import FAMILIES, KernelConfig, Shape
+from . import z3opt
+
+CONFIG_KEY = ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "persistent", "raster")
+SPACES = ("auto", "legal", "measured")
+
+
+# ------------------------------------------------------------------ measurements
+
+
+def measured_configs(measurements: pl.DataFrame) -> pl.DataFrame:
+    """One row per measured configuration (status ok, full mode): median time_us."""
+    need = ("m", "n", "k", "family", "dtype", *CONFIG_KEY, "status", "time_us")
+    missing = [c for c in need if c not in measurements.columns]
+    if missing:
+        raise UserError(f"measurements: missing column(s) {', '.join(missing)}")
+    df = measurements.filter(pl.col("status") == "ok")
+    if "mode" in df.columns:
+        df = df.filter(pl.col("mode").is_null() | (pl.col("mode") == "full"))
+    df = df.filter(pl.col("time_us").is_not_null() & pl.col("time_us").is_finite())
+    df = df.with_columns(
+        pl.col("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n").cast(pl.Int64),
+        pl.col("persistent").cast(pl.Utf8).str.to_lowercase().is_in(["true", "1"]).alias("persistent"),
+        pl.col("family", "dtype", "raster").cast(pl.Utf8),
+        pl.col("time_us").cast(pl.Float64),
+    )
+    keys = ["m", "n", "k", "family", "dtype", *CONFIG_KEY]
+    return df.group_by(keys, maintain_order=True).agg(pl.col("time_us").median())
+
+
+def _config_of(row: dict, family: str, dtype: str) -> KernelConfig:
+    return KernelConfig(family=family, dtype=dtype, **{k: row[k] for k in CONFIG_KEY})
+
+
+def regret_row(choice: KernelConfig, meas: pl.DataFrame | None) -> dict:
+    """measured_us (choice), best measured config and time, regret, for one shape x family.
+
+    ``meas``: measured_configs() rows of that shape and family (or None / empty).
+    """
+    out = {"measured_us": None, "best_measured_us": None, "regret": None, "n_measured": 0,
+           **{f"best_{k}": None for k in CONFIG_KEY}}
+    if meas is None or meas.height == 0:
+        return out
+    out["n_measured"] = meas.height
+    best = meas.sort(["time_us", *CONFIG_KEY]).row(0, named=True)
+    out["best_measured_us"] = best["time_us"]
+    out.update({f"best_{k}": best[k] for k in CONFIG_KEY})
+    hit = meas.filter(*(pl.col(k) == getattr(choice, k) for k in CONFIG_KEY))
+    if hit.height:
+        out["measured_us"] = hit.get_column("time_us")[0]
+        out["regret"] = out["measured_us"] / out["best_measured_us"] - 1.0
+    return out
+
+
+def mean_regret(table: pl.DataFrame) -> float | None:
+    """Average regret over the rows that have one (None if none)."""
+    if "regret" not in table.columns:
+        return None
+    r = table.get_column("regret").drop_nulls()
+    return float(r.mean()) if r.len() else None
+
+
+# ------------------------------------------------------------------ nvMatmulHeuristics (optional)
+
+_NVMMH_GPU = {"h100-sxm5-80gb": "H100_SXM", "h200-sxm-141gb": "H200_SXM", "a100-sxm4-80gb": "A100_SXM_80GB",
+              "rtx-a6000": "RTX_A6000", "b200": "B200"}
+_NVMMH_PRECISION = {"bf16": "TST", "fp16": "HSH", "fp32": "SSS", "tf32": "SSS"}
+_NVMMH: dict = {}
+
+
+def nvmmh_available() -> bool:
+    try:
+        import nvMatmulHeuristics  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def nvmmh_top(shape: Shape, gpu: GPU) -> dict | None:
+    """nvMatmulHeuristics' top configuration and runtime estimate, or None.
+
+    Imported lazily; any failure (package absent, GPU or precision unknown to it)
+    gives None, never an error.
+    """
+    try:
+        import nvMatmulHeuristics as nv
+    except Exception:
+        return None
+    gname = _NVMMH_GPU.get(gpu.slug)
+    prec = _NVMMH_PRECISION.get(shape.dtype)
+    if gname is None or prec is None:
+        return None
+    try:
+        lh = _NVMMH.get(gname)
+        if lh is None:
+            lh = nv.NvMatmulHeuristicsInterfaceEx(
+                backend=nv.NvMatmulHeuristicsTarget.CUTLASS3,
+                flags=nv.NvMatmulHeuristicsFlags.PERF_MODEL_BASED_AUTO_TUNING,
+                load_discovery_implicitly=True, gpu=nv.NvMatmulHeuristicsNvidiaGpu[gname])
+            _NVMMH[gname] = lh
+        layout = nv.NvMatmulHeuristicsMatmulLayout.NN_ROW_MAJOR
+        problem = lh.makeNvMatmulHeuristicsProblem(shape.m, shape.n, shape.k, layout, 1)
+        configs = lh.get(problem, 1, precision=prec)
+        if not configs:
+            return None
+        top = configs[0]
+        kernel = top["kernel"]
+
+        def dim(name):
+            d = getattr(kernel, name, None)
+            return None if d is None else "x".join(str(getattr(d, a)) for a in ("x", "y", "z") if hasattr(d, a))
+
+        return {"nvmmh_cta": dim("cta"), "nvmmh_cluster": dim("cluster"),
+                "nvmmh_stages": getattr(kernel, "stages", None), "nvmmh_kernel": str(kernel),
+                "nvmmh_runtime_us": float(top["runtime"]) * 1e6}
+    except Exception:
+        return None
+
+
+# ------------------------------------------------------------------ the table
+
+
+def tilings_table(shapes: list[Shape], gpu: GPU, pset: ParamSet, families: list[str] | None = None,
+                  model: str = "ws-stage", measurements: pl.DataFrame | None = None,
+                  space: str = "auto", dtype: str | None = None, runner_up: bool = True,
+                  nvmmh: bool | None = None) -> pl.DataFrame:
+    """One row per shape x family (families that run on ``gpu``): see the module doc."""
+    from ..predictions import runs_on
+
+    if space not in SPACES:
+        raise UserError(f"space {space!r}: expected one of {', '.join(SPACES)}")
+    families = list(families or FAMILIES)
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        raise UserError(f"family {unknown[0]!r}: known families are {', '.join(FAMILIES)}")
+    fams = [f for f in families if runs_on(f, gpu)]
+    if not fams:
+        raise UserError(f"none of the families {', '.join(families)} runs on {gpu.slug} ({gpu.arch})")
+    meas = measured_configs(measurements) if measurements is not None else None
+    by_shape: dict = {}
+    if meas is not None:
+        for key, part in meas.partition_by(["m", "n", "k", "family", "dtype"], as_dict=True).items():
+            by_shape[key] = part
+    use_nv = nvmmh_available() if nvmmh is None else nvmmh
+    rows = []
+    for shape in shapes:
+        for fam in fams:
+            d = z3opt._family_dtype(fam, dtype or shape.dtype)
+            shp = Shape(shape.m, shape.n, shape.k, d)
+            m_rows = by_shape.get((shp.m, shp.n, shp.k, fam, d))
+            cand, label = None, "legal"
+            if space in ("auto", "measured") and m_rows is not None and m_rows.height:
+                legal = set(z3opt.family_space(fam, gpu, d))
+                cand = [c for c in (_config_of(r, fam, d) for r in m_rows.iter_rows(named=True)) if c in legal]
+                label = "measured"
+                if not cand:
+                    cand, label = None, "legal"
+            elif space == "measured":
+                label = "legal"  # nothing measured for this shape: the legal space
+            sol = z3opt.solve(shp, fam, gpu, pset, model, space=cand, runner_up=runner_up)
+            c, r = sol.config, sol.runner_up
+            row = {"m": shp.m, "n": shp.n, "k": shp.k, "dtype": d, "family": fam, "model": model,
+                   **{k: getattr(c, k) for k in CONFIG_KEY},
+                   "predicted_us": sol.predicted_us, "math_wait_us": sol.math_wait_us,
+                   "limiter": sol.breakdown.get("limiter"),
+                   "runner_up_tile": None if r is None else
+                   f"{r.config.tile_m}x{r.config.tile_n}x{r.config.tile_k}",
+                   "runner_up_stages": None if r is None else r.config.stages,
+                   "runner_up_us": None if r is None else r.predicted_us,
+                   "solve_s": sol.solve_s, "runner_up_s": sol.runner_up_s,
+                   "space": label, "n_configs": sol.n_configs}
+            row.update(regret_row(c, m_rows))
+            if use_nv:
+                row.update(nvmmh_top(shp, gpu) or {"nvmmh_cta": None, "nvmmh_cluster": None, "nvmmh_stages": None,
+                                                   "nvmmh_kernel": None, "nvmmh_runtime_us": None})
+            rows.append(row)
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def read_measurements(path) -> pl.DataFrame:
+    """A measurements CSV or parquet file."""
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: measurements file not found")
+    try:
+        if path.suffix == ".parquet":
+            return pl.read_parquet(path)
+        return pl.read_csv(path, infer_schema_length=10000)
+    except (pl.exceptions.PolarsError, OSError) as err:
+        raise UserError(f"{path}: cannot read measurements ({err})") from None
