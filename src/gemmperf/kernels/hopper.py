@@ -14,6 +14,9 @@ from ..problem import KernelConfig
 from .common import PRELUDE, defines
 
 PROD_REGS = 40
+# 1: quad-transposed 16-byte stores in the epilogue; 0: 4-byte stores straight from the
+# wgmma fragments. A module switch (an integer in the source) for A/B timing.
+QUAD_EPILOGUE = 1
 
 
 def consumer_warpgroups(cfg: KernelConfig) -> int:
@@ -198,9 +201,53 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
             }
 #endif
 #if MODE != MODE_LOAD
-            // epilogue: registers -> global, bf16x2 / f16x2 stores, predicated tails
+            // epilogue: registers -> global, predicated for tails
             const int warp = tid / 32, lane = tid % 32;
             const int row0 = tm * BM + cw * WG_M + warp * 16 + lane / 4;
+#if QUAD_EPI
+            // The 4 lanes of a quad hold one row; a 4x4 transpose of packed pairs across
+            // the quad gives each lane 8 consecutive columns: one 16-byte store each.
+            const int j = lane % 4;
+            const bool vec8 = (N & 7) == 0;
+#pragma unroll
+            for (int m = 0; m < MA; ++m) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int row = row0 + m * 64 + h * 8;
+                    u16 *crow = C + (size_t)row * N;
+#pragma unroll
+                    for (int p = 0; p < BN / 32; ++p) {
+                        u32 v[4], r[4];
+#pragma unroll
+                        for (int i = 0; i < 4; ++i)
+                            v[i] = pack2(acc[m][4 * (4 * p + i) + 2 * h], acc[m][4 * (4 * p + i) + 2 * h + 1]);
+#pragma unroll
+                        for (int s = 0; s < 4; ++s) {
+                            const int si = (j - s) & 3;
+                            const u32 send = si == 0 ? v[0] : si == 1 ? v[1] : si == 2 ? v[2] : v[3];
+                            const u32 got = __shfl_sync(0xffffffffu, send, (lane & ~3) | ((j + s) & 3));
+                            const int ri = (j + s) & 3;
+                            r[0] = ri == 0 ? got : r[0];
+                            r[1] = ri == 1 ? got : r[1];
+                            r[2] = ri == 2 ? got : r[2];
+                            r[3] = ri == 3 ? got : r[3];
+                        }
+                        const int col = tn * BN + (4 * p + j) * 8;
+                        if (row < M) {
+                            if (vec8 && col + 7 < N) {
+                                *(uint4 *)(crow + col) = make_uint4(r[0], r[1], r[2], r[3]);
+                            } else {
+#pragma unroll
+                                for (int i = 0; i < 4; ++i) {
+                                    if (col + 2 * i < N) crow[col + 2 * i] = (u16)(r[i] & 0xffffu);
+                                    if (col + 2 * i + 1 < N) crow[col + 2 * i + 1] = (u16)(r[i] >> 16);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+#else
             const int col0 = tn * BN + (lane % 4) * 2;
             const bool vec = (N & 1) == 0;
 #pragma unroll
@@ -225,6 +272,7 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
                 }
             }
 #endif
+#endif
         }
     }
 #endif
@@ -242,5 +290,6 @@ def render(cfg: KernelConfig) -> str:
         THREADS=threads(cfg),
         PROD_REGS=PROD_REGS,
         CONS_REGS=consumer_regs(cfg),
+        QUAD_EPI=int(QUAD_EPILOGUE),
     )
     return head + PRELUDE + _wgmma_fn(cfg.tile_n, ab) + BODY
