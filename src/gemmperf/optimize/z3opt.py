@@ -43,7 +43,17 @@ into tile classes c = (TM, TN, TK, CM, CN), numbered in ascending order. Variabl
   waiting time is everything but their busy time before the last epilogue:
   ``first_dma + mainloop - waves * MATH``.
 
-About 10 + 8*#classes assertions for ws-stage; K changes constants only.
+About 8 + 2*#classes assertions and about 20 variables; K changes constants only
+(``test_encoding_size_does_not_grow_with_k``). The encoding is written as SMT-LIB
+text (the shape-independent skeleton -- variables, legality, tie rank -- is cached per
+space) and parsed by Z3 in C++, which is much faster than building terms through the
+Python API.
+
+Solving: lexicographic OptSMT by linear search on one incremental ``SimpleSolver``
+(``lex_minimize``): find a model, assert objective < its value, repeat until unsat;
+keep objective == minimum and go to the next objective. The domain is finite, so each
+minimum is attained and exact. This is about twice as fast here as ``z3.Optimize``
+with lexicographic priorities, and gives the same optima. Z3 runs single-threaded.
 
 Ties (predicted time and wait equal) are broken by a rank Z3 minimizes third:
 smallest tile class (TM, TN, TK, CM, CN ascending), then the deepest pipeline (most
@@ -82,11 +92,6 @@ def Q(x) -> Fraction:
     if isinstance(x, (int, np.integer)):
         return Fraction(int(x))
     return Fraction(repr(float(x)))
-
-
-def _rv(x: Fraction):
-    x = Q(x)
-    return z3.RealVal(f"{x.numerator}/{x.denominator}")
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -254,6 +259,10 @@ def _num(x) -> str:
     num = f"{abs(x.numerator)}.0"
     lit = f"(/ {num} {x.denominator}.0)"
     return lit if x >= 0 else f"(- {lit})"
+
+
+def _z3max(a, b):
+    return z3.If(a >= b, a, b)
 
 
 def _max(a: str, b: str) -> str:

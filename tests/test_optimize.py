@@ -1,0 +1,307 @@
+"""Z3-optimal tilings: the encoding against exhaustive search, the closed-form proof,
+encoding size, infeasible requests, the tilings table and its regret."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+from fractions import Fraction
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from gemmperf.errors import UserError
+from gemmperf.hardware import get_gpu
+from gemmperf.models import ws_stage
+from gemmperf.optimize import tilings, z3opt
+from gemmperf.params import ParamSet
+from gemmperf.problem import KernelConfig, Shape, read_testlist
+
+ROOT = Path(__file__).resolve().parent.parent
+H100 = get_gpu("h100-sxm5-80gb")
+A100 = get_gpu("a100-sxm4-80gb")
+TESTLISTS = sorted((ROOT / "testlists").glob("*.csv"))
+
+
+def all_shapes() -> list[Shape]:
+    seen, out = set(), []
+    for path in TESTLISTS:
+        for s in read_testlist(path):
+            if s not in seen:
+                seen.add(s)
+                out.append(s)
+    return out
+
+
+@pytest.fixture(scope="module")
+def pset():
+    return ParamSet(H100)
+
+
+def _check_agree(shape, family, model, pset, gpu=H100):
+    sol = z3opt.solve(shape, family, gpu, pset, model, runner_up=False)
+    cfg, t, w = z3opt.exhaustive_exact(shape, family, gpu, pset, model)
+    # exact arithmetic: same optimum, same MATH wait, same configuration after the tie-break
+    assert sol.predicted_exact == t, (shape, family, model)
+    assert sol.wait_exact == w, (shape, family, model)
+    assert sol.config == cfg, (shape, family, model, sol.config.key(), cfg.key())
+    # the models' own float evaluate(): same optimum within 1e-9, choice among the optima
+    best, optima, pred, _, _ = z3opt.exhaustive_float(shape, family, gpu, pset, model)
+    assert math.isclose(sol.predicted_us, best, rel_tol=1e-9), (shape, family, model)
+    assert sol.config in optima
+    return sol
+
+
+# ------------------------------------------------------------------ Z3 == exhaustive
+
+
+@pytest.mark.parametrize("model", z3opt.MODELS)
+def test_z3_equals_exhaustive_every_shipped_shape_ws_hopper(pset, model):
+    """Every shape of every shipped testlist, ws-hopper (the measured family), both models."""
+    shapes = all_shapes()
+    assert len(shapes) >= 600
+    for shape in shapes:
+        _check_agree(shape, "ws-hopper", model, pset)
+
+
+@pytest.mark.parametrize("model", z3opt.MODELS)
+@pytest.mark.parametrize("family", ["ws-ampere", "simt"])
+def test_z3_equals_exhaustive_other_families_sample(pset, family, model):
+    """The other families on a deterministic sample: every testlist's first and last
+    shapes and every 8th shape of the union (the benchmark runs them all)."""
+    shapes = all_shapes()
+    sample = shapes[::8]
+    for path in TESTLISTS:
+        tl = read_testlist(path)
+        sample += [tl[0], tl[-1]]
+    for shape in sample:
+        _check_agree(shape, family, model, pset)
+
+
+def test_z3_equals_exhaustive_other_gpu_and_params():
+    """A100 (no ws-hopper), and parameters that make MATH the limiter (P = T_MATH)."""
+    slow_math = ParamSet(A100, overrides={"math_flops_per_us": 2.0e5, "t_epilogue_us": 0.25})
+    for shape in [Shape(1, 4096, 4096), Shape(1000, 1000, 1000), Shape(4096, 7168, 128000), Shape(130, 70, 33)]:
+        for model in z3opt.MODELS:
+            for family in ("ws-ampere", "simt"):
+                _check_agree(shape, family, model, slow_math, gpu=A100)
+                _check_agree(shape, family, model, ParamSet(A100), gpu=A100)
+
+
+def test_wave_end_paper_agrees(pset):
+    for shape in [Shape(512, 512, 512), Shape(4096, 512, 7168)]:
+        sol = z3opt.solve(shape, "ws-hopper", H100, pset, "ws-stage", runner_up=False, wave_end="paper")
+        cfg, t, _ = z3opt.exhaustive_exact(shape, "ws-hopper", H100, pset, "ws-stage", wave_end="paper")
+        assert sol.config == cfg and sol.predicted_exact == t
+
+
+def test_breakdown_is_the_models_evaluate(pset):
+    sol = z3opt.solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, "ws-stage")
+    assert math.isclose(sol.breakdown["predicted_us"], sol.predicted_us, rel_tol=1e-12)
+    assert math.isclose(sol.breakdown["total_math_wait_us"], sol.math_wait_us, rel_tol=1e-9)
+    assert sol.breakdown["limiter"] in ws_stage.LIMITERS
+    sol = z3opt.solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, "ws-persistent")
+    assert math.isclose(sol.breakdown["predicted_us"], sol.predicted_us, rel_tol=1e-12)
+    assert sol.config.persistent  # the tie-break prefers the kernel the model describes
+
+
+def test_runner_up_is_the_best_other_tile(pset):
+    shape = Shape(4096, 512, 7168)
+    sol = z3opt.solve(shape, "ws-hopper", H100, pset, "ws-stage")
+    r = sol.runner_up
+    assert r is not None
+    assert z3opt.class_key(r.config) != z3opt.class_key(sol.config)
+    assert r.predicted_us >= sol.predicted_us
+    # exhaustive over the other tiles
+    space = [c for c in z3opt.family_space("ws-hopper", H100, "bf16")
+             if z3opt.class_key(c) != z3opt.class_key(sol.config)]
+    _, t, _ = z3opt.exhaustive_exact(shape, "ws-hopper", H100, pset, "ws-stage", space=space)
+    assert math.isclose(r.predicted_us, float(t), rel_tol=1e-12)
+
+
+def test_tie_break_is_documented_order(pset):
+    # ws-stage does not see stages >= 2, persistence or raster: deepest pipeline,
+    # non-persistent, row raster, smallest tile among equal predictions
+    sol = z3opt.solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, "ws-stage")
+    same_tile = [c for c in z3opt.family_space("ws-hopper", H100, "bf16")
+                 if z3opt.class_key(c) == z3opt.class_key(sol.config)]
+    assert sol.config.stages == max(c.stages for c in same_tile)
+    assert not sol.config.persistent and sol.config.raster == "row"
+
+
+def test_pinned_fields(pset):
+    sol = z3opt.solve(Shape(2048, 2048, 2048), "ws-hopper", H100, pset, "ws-stage",
+                      fix={"tile_m": 64, "stages": 3, "raster": "grouped"})
+    c = sol.config
+    assert (c.tile_m, c.stages, c.raster) == (64, 3, "grouped")
+    space = [x for x in z3opt.family_space("ws-hopper", H100, "bf16")
+             if x.tile_m == 64 and x.stages == 3 and x.raster == "grouped"]
+    _, t, _ = z3opt.exhaustive_exact(Shape(2048, 2048, 2048), "ws-hopper", H100, pset, "ws-stage", space=space)
+    assert sol.predicted_exact == t
+
+
+# ------------------------------------------------------------------ the closed form
+
+
+def test_closed_form_proved_by_z3():
+    res = z3opt.prove_closed_form()
+    assert set(res.values()) == {"proved"}
+    assert {"base B=1", "step B=1", "base B>=2", "step B>=2", "step B>=2 i<=B"} <= set(res)
+
+
+def test_exact_closed_form_matches_recurrence():
+    rng = random.Random(7)
+    for _ in range(300):
+        S, B = rng.randint(1, 40), rng.randint(1, 9)
+        ta, tb, tm = (Fraction(rng.randint(0, 400), rng.randint(1, 50)) for _ in range(3))
+        sim = ws_stage.simulate(S, B, float(ta), float(tb), float(tm))
+        L = ta + tb
+        P = max(L, tm) if B >= 2 else L + tm
+        assert math.isclose(float(L + (S - 1) * P), sim["last_math_start_us"], rel_tol=1e-9, abs_tol=1e-9)
+        assert math.isclose(float(L + (S - 1) * (P - tm)), sim["math_wait_us"], rel_tol=1e-9, abs_tol=1e-9)
+
+
+def test_encoding_size_does_not_grow_with_k(pset):
+    space = z3opt.family_space("ws-hopper", H100, "bf16")
+    for model in z3opt.MODELS:
+        sk = z3opt.skeleton(space, model, H100.smem_per_block)
+        sizes = set()
+        for k in (64, 4096, 128000, 10**7):
+            C = z3opt._consts(Shape(4096, 4096, k), "ws-hopper", H100, pset)
+            lines = z3opt.encode_text(C, sk, model)
+            sizes.add((z3opt.encoding_size(lines), len(lines)))
+        assert len(sizes) == 1, sizes
+        (n_assert, n_vars), _ = sizes.pop()
+        assert n_assert <= 10 + 3 * len(sk.classes) and n_vars <= 25
+
+
+# ------------------------------------------------------------------ infeasible requests
+
+
+def test_tile_that_cannot_fit(pset):
+    with pytest.raises(UserError, match="shared memory"):
+        z3opt.solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, fix={"tile_m": 256, "tile_n": 128, "stages": 8})
+    with pytest.raises(UserError, match="registers"):
+        z3opt.solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, fix={"tile_m": 256, "tile_n": 256})
+    with pytest.raises(UserError, match="tiles"):
+        z3opt.solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, fix={"tile_k": 32})
+
+
+def test_family_not_supported(pset):
+    with pytest.raises(UserError, match="does not run on a100"):
+        z3opt.solve(Shape(4096, 4096, 4096), "ws-hopper", A100, ParamSet(A100))
+    with pytest.raises(UserError, match="model 'sync'"):
+        z3opt.solve(Shape(64, 64, 64), "ws-hopper", H100, pset, "sync")
+    with pytest.raises(UserError, match="cannot fix"):
+        z3opt.solve(Shape(64, 64, 64), "ws-hopper", H100, pset, fix={"warps": 4})
+
+
+def _parser():
+    from gemmperf.optimize.cli import add_parser
+
+    p = argparse.ArgumentParser()
+    add_parser(p.add_subparsers(dest="command"))
+    return p
+
+
+def test_cli_shape_and_errors(capsys):
+    p = _parser()
+    a = p.parse_args(["optimize", "--gpu", "h100-sxm5-80gb", "--shape", "1024x1024x1024", "--family", "ws-hopper"])
+    assert a.func(a) == 0
+    out = capsys.readouterr().out
+    assert "optimum:" in out and "runner-up:" in out and "solve:" in out
+    a = p.parse_args(["optimize", "--gpu", "h100-sxm5-80gb", "--shape", "1024x1024x1024", "--json",
+                      "--model", "ws-persistent"])
+    assert a.func(a) == 0
+    import json
+
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["family"] for r in rows} == {"ws-hopper", "ws-ampere", "simt"}
+    assert all(r["predicted_us"] > 0 and r["runner_up"] for r in rows)
+    for argv, msg in ((["--gpu", "a100-sxm4-80gb", "--shape", "64x64x64", "--family", "ws-hopper"], "does not run"),
+                      (["--gpu", "h100-sxm5-80gb", "--shape", "64x64x64", "--family", "ws-hopper",
+                        "--tile", "256x128x64", "--stages", "8"], "shared memory"),
+                      (["--gpu", "h100-sxm5-80gb"], "--shape"),
+                      (["--gpu", "h100-sxm5-80gb", "--shape", "64x64x64", "--tile", "64x64"], "--tile")):
+        a = p.parse_args(["optimize", *argv])
+        with pytest.raises(UserError, match=msg):
+            a.func(a)
+
+
+def test_cli_testlist(tmp_path, capsys):
+    tl = tmp_path / "tiny.csv"
+    tl.write_text("m,n,k\n256,256,256\n1,4096,4096\n")
+    out = tmp_path / "t.csv"
+    a = _parser().parse_args(["optimize", "--gpu", "h100-sxm5-80gb", "--testlist", str(tl), "--out", str(out),
+                              "--family", "ws-hopper"])
+    assert a.func(a) == 0
+    df = pl.read_csv(out)
+    assert df.height == 2 and {"tile_m", "predicted_us", "runner_up_us", "solve_s", "regret"} <= set(df.columns)
+
+
+# ------------------------------------------------------------------ tilings table and regret
+
+
+def _synthetic_measurements():
+    """Shape 1024^3 on ws-hopper: three configurations, repeats, a failed and a mode row."""
+    base = {"m": 1024, "n": 1024, "k": 1024, "family": "ws-hopper", "dtype": "bf16", "tile_k": 64,
+            "cluster_m": 1, "cluster_n": 1, "persistent": False, "raster": "row", "mode": "full", "status": "ok"}
+    rows = [
+        {**base, "tile_m": 128, "tile_n": 128, "stages": 4, "time_us": 40.0},
+        {**base, "tile_m": 128, "tile_n": 128, "stages": 4, "time_us": 42.0},
+        {**base, "tile_m": 128, "tile_n": 128, "stages": 4, "time_us": 41.0},  # median 41
+        {**base, "tile_m": 64, "tile_n": 128, "stages": 4, "time_us": 39.0},
+        {**base, "tile_m": 64, "tile_n": 64, "stages": 4, "time_us": 60.0},
+        {**base, "tile_m": 128, "tile_n": 256, "stages": 4, "time_us": 1.0, "status": "error"},  # ignored
+        {**base, "tile_m": 128, "tile_n": 256, "stages": 4, "time_us": 2.0, "mode": "load-only"},  # ignored
+    ]
+    return pl.DataFrame(rows)
+
+
+def test_regret_on_synthetic_table():
+    meas = tilings.measured_configs(_synthetic_measurements())
+    assert meas.height == 3
+    assert meas.filter((pl.col("tile_m") == 128) & (pl.col("tile_n") == 128)).get_column("time_us")[0] == 41.0
+    choice = KernelConfig(tile_m=128, tile_n=128, tile_k=64, stages=4)
+    r = tilings.regret_row(choice, meas)
+    assert r["measured_us"] == 41.0 and r["best_measured_us"] == 39.0
+    assert (r["best_tile_m"], r["best_tile_n"]) == (64, 128)
+    assert math.isclose(r["regret"], 41.0 / 39.0 - 1)
+    unmeasured = tilings.regret_row(choice.replace(stages=3), meas)
+    assert unmeasured["measured_us"] is None and unmeasured["regret"] is None
+    assert unmeasured["best_measured_us"] == 39.0
+    assert tilings.regret_row(choice, None)["regret"] is None
+    with pytest.raises(UserError, match="missing column"):
+        tilings.measured_configs(pl.DataFrame({"m": [1]}))
+
+
+def test_tilings_table_with_measurements(pset):
+    meas = _synthetic_measurements()
+    shapes = [Shape(1024, 1024, 1024), Shape(512, 512, 512)]
+    t = tilings.tilings_table(shapes, H100, pset, ["ws-hopper", "ws-ampere"], "ws-stage", meas, nvmmh=False)
+    assert t.height == 4
+    row = t.filter((pl.col("m") == 1024) & (pl.col("family") == "ws-hopper")).row(0, named=True)
+    # searched among the measured configurations: the choice has a measured time
+    assert row["space"] == "measured" and row["n_configs"] == 3
+    assert row["measured_us"] is not None and row["regret"] >= 0
+    cfg, tt, _ = z3opt.exhaustive_exact(Shape(1024, 1024, 1024), "ws-hopper", H100, pset, "ws-stage",
+                                        space=[KernelConfig(tile_m=tm, tile_n=tn, stages=4)
+                                               for tm, tn in ((128, 128), (64, 128), (64, 64))])
+    assert (row["tile_m"], row["tile_n"]) == (cfg.tile_m, cfg.tile_n)
+    other = t.filter(pl.col("m") == 512).get_column("space").to_list()
+    assert other == ["legal", "legal"]
+    legal = tilings.tilings_table(shapes[:1], H100, pset, ["ws-hopper"], "ws-stage", meas, space="legal", nvmmh=False)
+    assert legal.get_column("space").to_list() == ["legal"]
+    assert tilings.mean_regret(t) == pytest.approx(row["regret"])
+    with pytest.raises(UserError, match="none of the families"):
+        tilings.tilings_table(shapes, A100, ParamSet(A100), ["ws-hopper"], nvmmh=False)
+
+
+def test_nvmmh_optional(pset):
+    if tilings.nvmmh_available():
+        pytest.skip("nvidia-matmul-heuristics is installed")
+    assert tilings.nvmmh_top(Shape(1024, 1024, 1024), H100) is None
+    t = tilings.tilings_table([Shape(256, 256, 256)], H100, pset, ["ws-hopper"])
+    assert not any(c.startswith("nvmmh") for c in t.columns)
