@@ -47,6 +47,9 @@ class Params:
     # one-sigma uncertainty per parameter name, and fit quality (r2, n points) when fitted
     uncertainty: dict[str, float] = field(default_factory=dict)
     quality: dict[str, float] = field(default_factory=dict)
+    # model constants beyond PARAM_NAMES (e.g. ws-pipelined's l2_bytes_per_us), by name;
+    # a model reads the ones it knows and falls back to its own descriptor defaults
+    extra: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self):
         for name in PARAM_NAMES:

@@ -13,9 +13,9 @@
 from __future__ import annotations
 
 from ..errors import UserError
-from . import sol, sync, ws_persistent, ws_stage
+from . import sol, sync, ws_persistent, ws_pipelined, ws_stage
 
-MODELS = {mod.NAME: mod for mod in (sol, sync, ws_stage, ws_persistent)}
+MODELS = {mod.NAME: mod for mod in (sol, sync, ws_stage, ws_persistent, ws_pipelined)}
 
 
 def get_model(name: str):

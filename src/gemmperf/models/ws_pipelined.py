@@ -1,0 +1,360 @@
+"""ws-pipelined: the warp-specialized kernel with its K loop pipelined through the ring.
+
+Persistent or not, one CTA per SM; each CTA runs whole output tiles. Beyond
+``ws-persistent`` (gemm-model's phases) this model follows the ws-hopper kernel as it is
+written: a producer issues TMA loads of A and B k-blocks into a ring of B = ``stages``
+buffers; the consumer warpgroups run wgmma on them and, for the same tile, the epilogue
+(registers -> global stores). Five effects, each with a switch (keyword flags of
+``evaluate`` / ``predict``, or ``model_options={...}``); switched off, an effect falls
+back to the plain ``ws-stage`` / ``ws-persistent`` assumption so its contribution shows.
+
+Notation: TM, TN, TK tile; b, ob input/output bytes; S = ceil(K/TK); tiles_m =
+ceil(M/TM), tiles_n = ceil(N/TN); T = tiles; P = SMs (CTAs per wave); full waves
+F = T // P, remainder R = T % P; a wave has ``a`` active CTAs (P, or R for the last).
+Per-k-block bytes a CTA requests: Bs = (TM/cn + TN/cm)*TK*b (cluster multicast).
+
+1. ``l2_reuse`` -- L2 hit rate h of a wave from the raster order. The a consecutive tile
+   indices of a wave cover r_m distinct A row panels and r_n distinct B column panels
+   (row raster: r_n = min(a, tiles_n), r_m = rows spanned; column: transposed; grouped:
+   GROUP_M = 8 rows of tiles walked column by column). Ideal hit rate
+       h0 = 1 - (r_m*TM + r_n*TN) / (a*(TM + TN))
+   kept only while the wave's live window fits the effective L2:
+       W2 = (r_m*TM + r_n*TN) * TK * b * l2_window_kblocks,   L2e = l2_effective_fraction * L2
+       h  = h0 * min(1, L2e / W2)
+   and when A and B fit L2e together, at least the compulsory-only rate
+       h >= 1 - (M + N)*K*b / (T*(TM + TN)*S*TK*b).
+   Off: h = ``l2_hit_rate`` (the global knob, 0 by default).
+2. ``bandwidth_sharing`` -- DRAM and L2 bandwidth are shared by the a CTAs of the wave:
+       x(a) = max(a*Bs*(1 - h) / dram_eff_bytes_per_us, a*Bs / l2_bytes_per_us)
+   Off: x = Bs / load_bytes_per_us (each CTA has its own fitted share, as in ws-stage).
+3. ``smem_limit`` -- shared-memory bandwidth (the DPP note's request counting). Per
+   k-block the ring is written by TMA, (TM + TN)*TK*b bytes, and read by wgmma: each
+   m64nTNk16 instruction reads its 64 x 16 A slice and the whole TN x 16 B slice, so
+   B is read TM/64 times: reads = TM*TK*b + (TM/64)*TN*TK*b. Requests are 128-byte
+   wavefronts; the SM serves ``smem_bytes_per_us`` bytes (128 B/clk by default):
+       T_SMEM = (writes + reads) / smem_bytes_per_us
+   The consumer's stage time is Tc = max(T_MATH, T_SMEM) with
+   T_MATH = 2*TM*TN*TK / math_flops_per_us + math_latency_us. Off: Tc = T_MATH.
+4. ``pipelining`` -- the K loop of a tile through the ring. A buffer's cycle is load
+   latency + transfer + multiply, and B buffers rotate, so the steady period is the
+   max-plus cycle mean
+       Pk = max(Tc, x, (load_latency_us + x + Tc) / B)
+   and the loop of one tile takes fill + (S - 1)*Pk + Tc with fill = load_latency_us + x.
+   Off: the whole K extent is one block (gemm-model): loop = fill + max(S*x, S*Tc).
+5. ``padding`` -- sizes that are not tile multiples. The kernel computes whole tiles:
+   wgmma and shared memory work on padded tiles (S = ceil(K/TK) and full-tile stage
+   times), while TMA skips out-of-bounds bytes, so a CTA's requested bytes scale by the
+   useful share u_ab = (M/(tiles_m*TM)*TM + N/(tiles_n*TN)*TN)/(TM + TN) * K/(S*TK);
+   and when N % 8 != 0 the epilogue falls back to 2-byte stores (store time x
+   ``scalar_store_factor``). Off: fill and K loop scale by the useful fraction
+   u = M*N*K / (tiles_m*TM * tiles_n*TN * S*TK) (an idealized kernel that wastes
+   nothing), bytes are not reduced, the epilogue is always vectorized.
+   ``padding_waste`` = 1 - u.
+
+Epilogue of one tile (consumer warps, after the tile's last multiply):
+    E(a) = t_epilogue_us + max(TM*TN*ob*f / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us)
+with f = scalar_store_factor if N % 8 else 1.
+
+Whole kernel, with Lk(a) = (S-1)*Pk(a) + Tc (the loop after its fill):
+  persistent (grid = min(T, P)): the producer prefetches the next tile's ring during the
+  epilogue, so only the part of the next fill longer than the epilogue is exposed:
+      t = t_init + fill(a1) + sum over waves [Lk(a) + E(a) + tile_overhead_us]
+            + (W - 1) * max(fill - E, 0)
+  non-persistent (grid = T): each wave's CTAs start cold:
+      t = t_init + sum over waves [cta_launch_us + fill(a) + Lk(a) + E(a)]
+  with W = F + [R > 0] waves (F full waves with a = P, then R CTAs).
+
+Constants beyond ``params.PARAM_NAMES`` (``CONSTANTS``) come from ``Params.extra`` when
+present, else descriptor defaults (``default_constants``): dram_eff_bytes_per_us (0.9 x the
+datasheet), l2_bytes_per_us (4 x DRAM datasheet), smem_bytes_per_us (128 B/clk),
+store_bytes_per_us (64 B/clk), l2_effective_fraction (0.5: one L2 partition),
+l2_window_kblocks (16), scalar_store_factor (4), tile_overhead_us (0.05),
+cta_launch_us (0.5).
+
+Limiter of the first wave's steady state: "load" (x), "l2" (x from the L2 term),
+"math", "smem", "latency" (the (lat + x + Tc)/B term), "epilogue" (E exceeds the loop).
+Columns: predicted_us, limiter, init_us, fill_us, mainloop_us, epilogue_us,
+overhead_us, stage_load_us, stage_math_us, stage_smem_us, stage_period_us,
+l2_hit_rate_est, padding_waste, tiles, waves, last_wave_sms, k_stages.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from ..errors import UserError
+from ..params import ParamSet
+from . import common
+
+NAME = "ws-pipelined"
+LIMITERS = ("load", "l2", "math", "smem", "latency", "epilogue")
+EFFECTS = ("pipelining", "bandwidth_sharing", "l2_reuse", "smem_limit", "padding")
+RASTER_CODES = {"row": 0, "column": 1, "grouped": 2}
+GROUP_M = 8  # kernels/common.py GROUP_M
+CONSTANTS = ("dram_eff_bytes_per_us", "l2_bytes_per_us", "smem_bytes_per_us", "store_bytes_per_us",
+             "l2_effective_fraction", "l2_window_kblocks", "scalar_store_factor",
+             "tile_overhead_us", "cta_launch_us")
+INPUTS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n",
+          "persistent", "raster", "in_bytes", "out_bytes", "sf_bytes_per_elem", "sms", "l2_bytes",
+          "t_init_us", "t_epilogue_us", "load_bytes_per_us", "load_latency_us",
+          "math_flops_per_us", "math_latency_us", "l2_hit_rate") + CONSTANTS
+
+
+def default_constants(gpu) -> dict[str, float]:
+    """Descriptor-derived values of the extra constants (to be fitted on training folds)."""
+    clock = gpu.sm_clock_mhz
+    dram = gpu.dram_bytes_per_s / 1e6
+    return {
+        "dram_eff_bytes_per_us": 0.9 * dram,  # achievable share of the datasheet HBM rate
+        "l2_bytes_per_us": 4.0 * dram,  # ~52 B/clk/SM on H100: what 700+ TFLOP/s without multicast needs
+        "smem_bytes_per_us": 128.0 * clock,  # 32 banks x 4 B per clock
+        "store_bytes_per_us": 64.0 * clock,  # one SM's global store issue rate
+        "l2_effective_fraction": 0.5,  # one L2 partition holds a CTA's near data
+        "l2_window_kblocks": 16.0,  # k-blocks of skew between the CTAs of a wave
+        "scalar_store_factor": 4.0,  # 2-byte stores instead of 16-byte ones
+        "tile_overhead_us": 0.05,  # persistent: per-tile scheduling and zeroing
+        "cta_launch_us": 0.5,  # non-persistent: CTA start, barrier init, tensormap prefetch
+    }
+
+
+def _options(model_options, flags) -> dict[str, bool]:
+    opts = {e: True for e in EFFECTS}
+    for source in (model_options or {}, flags):
+        for name, value in source.items():
+            if name not in EFFECTS:
+                raise UserError(f"ws-pipelined: unknown effect {name!r}; known: {', '.join(EFFECTS)}")
+            opts[name] = bool(value)
+    return opts
+
+
+# ------------------------------------------------------------------ L2 reuse
+
+
+def wave_panels(t0, a, tiles_m, tiles_n, raster):
+    """Distinct A row panels r_m and B column panels r_n that tiles t0 .. t0+a-1 touch."""
+    a = np.maximum(a, 1)
+    last = t0 + a - 1
+    # row raster: t -> (t // tiles_n, t % tiles_n)
+    row_m = last // tiles_n - t0 // tiles_n + 1
+    row_n = np.minimum(a, tiles_n)
+    # column raster: t -> (t % tiles_m, t // tiles_m)
+    col_n = last // tiles_m - t0 // tiles_m + 1
+    col_m = np.minimum(a, tiles_m)
+    # grouped: groups of GROUP_M tile rows walked column by column
+    per_group = GROUP_M * tiles_n
+    g0, g1 = t0 // per_group, last // per_group
+    rows_g = np.maximum(np.minimum(GROUP_M, tiles_m - g0 * GROUP_M), 1)
+    r = t0 - g0 * per_group
+    one_m = np.minimum(a, rows_g)
+    one_n = (r + a - 1) // rows_g - r // rows_g + 1
+    many_m = np.minimum(tiles_m - g0 * GROUP_M, (g1 - g0 + 1) * GROUP_M)
+    grp_m = np.where(g1 == g0, one_m, many_m)
+    grp_n = np.where(g1 == g0, one_n, tiles_n)
+    r_m = np.select([raster == 0, raster == 1], [row_m, col_m], grp_m)
+    r_n = np.select([raster == 0, raster == 1], [row_n, col_n], grp_n)
+    return np.minimum(r_m, tiles_m), np.minimum(r_n, tiles_n)
+
+
+def wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_bytes, l2e,
+                window_kblocks, m, n, k, s):
+    """The wave's estimated L2 hit rate (effect 1)."""
+    r_m, r_n = wave_panels(t0, a, tiles_m, tiles_n, raster)
+    unique = r_m * tile_m + r_n * tile_n
+    h0 = 1.0 - unique / (np.maximum(a, 1) * (tile_m + tile_n))
+    window = unique * tile_k * in_bytes * window_kblocks
+    h = np.clip(h0, 0.0, 1.0) * np.minimum(1.0, l2e / window)
+    fits = (m + n) * k * in_bytes <= l2e
+    tiles = tiles_m * tiles_n
+    compulsory = 1.0 - (m + n) * k / (tiles * (tile_m + tile_n) * s * tile_k)
+    return np.where(fits, np.maximum(h, np.clip(compulsory, 0.0, 1.0)), h)
+
+
+# ------------------------------------------------------------------ evaluate
+
+
+def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, persistent, raster,
+             in_bytes, out_bytes, sf_bytes_per_elem, sms, l2_bytes, t_init_us, t_epilogue_us,
+             load_bytes_per_us, load_latency_us, math_flops_per_us, math_latency_us, l2_hit_rate,
+             dram_eff_bytes_per_us, l2_bytes_per_us, smem_bytes_per_us, store_bytes_per_us,
+             l2_effective_fraction, l2_window_kblocks, scalar_store_factor, tile_overhead_us,
+             cta_launch_us, model_options=None, **flags) -> dict[str, np.ndarray]:
+    o = _options(model_options, flags)
+    f64 = np.float64
+    m, n, k = (np.asarray(x, dtype=np.int64) for x in (m, n, k))
+    tile_m, tile_n, tile_k, stages = (np.asarray(x, dtype=np.int64) for x in (tile_m, tile_n, tile_k, stages))
+    cm, cn = np.asarray(cluster_m, dtype=np.int64), np.asarray(cluster_n, dtype=np.int64)
+    persistent = np.asarray(persistent).astype(bool)
+    raster = np.asarray(raster, dtype=np.int64)
+    sms = np.asarray(sms, dtype=np.int64)
+
+    s = common.ceil_div(k, tile_k)
+    tiles_m, tiles_n = common.ceil_div(m, tile_m), common.ceil_div(n, tile_n)
+    tiles = tiles_m * tiles_n
+    full_waves, rem = tiles // sms, tiles % sms
+    first_a = np.minimum(tiles, sms)
+    last_a = np.where(rem > 0, rem, sms)
+    n_waves = full_waves + (rem > 0)
+    useful = (m * n * k) / (tiles_m * tile_m * tiles_n * tile_n * s * tile_k).astype(f64)
+    # useful share of the bytes a CTA requests (TMA skips what overhangs M, N, K)
+    useful_ab = ((m / (tiles_m * tile_m)) * tile_m + (n / (tiles_n * tile_n)) * tile_n) / (tile_m + tile_n) \
+        * (k / (s * tile_k))
+
+    elem = in_bytes + sf_bytes_per_elem
+    req = (tile_m / cn + tile_n / cm) * tile_k * elem  # bytes a CTA requests per k-block
+    if o["padding"]:
+        req_eff = req * useful_ab
+    else:
+        req_eff = req
+
+    # -- math and shared memory (effect 3)
+    t_math = 2.0 * tile_m * tile_n * tile_k / math_flops_per_us + math_latency_us
+    smem_bytes = ((tile_m + tile_n) * tile_k + tile_m * tile_k + (tile_m / 64.0) * tile_n * tile_k) * in_bytes
+    t_smem = smem_bytes / smem_bytes_per_us
+    t_c = np.maximum(t_math, t_smem) if o["smem_limit"] else t_math + 0.0 * t_smem
+
+    l2e = l2_effective_fraction * l2_bytes
+
+    def hit(t0, a):
+        if not o["l2_reuse"]:
+            return np.broadcast_to(np.asarray(l2_hit_rate, dtype=f64), np.shape(a)) + 0.0 * a
+        return wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_bytes, l2e,
+                              l2_window_kblocks, m, n, k, s)
+
+    def stage_load(a, h):
+        """(per-k-block transfer time of one CTA, whether the L2 term binds)."""
+        if not o["bandwidth_sharing"]:
+            x = req_eff / load_bytes_per_us
+            return x + 0.0 * a, np.zeros(np.shape(x + 0.0 * a), dtype=bool)
+        x_dram = a * req_eff * (1.0 - h) / dram_eff_bytes_per_us
+        x_l2 = a * req_eff / l2_bytes_per_us
+        return np.maximum(x_dram, x_l2), x_l2 > x_dram
+
+    h_first = hit(np.zeros_like(tiles), first_a)
+    h_last = hit(full_waves * sms, last_a)
+    x_first, l2_first = stage_load(first_a, h_first)
+    x_full, _ = stage_load(sms, hit(np.zeros_like(tiles), sms))
+    x_last, _ = stage_load(last_a, h_last)
+
+    lat = load_latency_us
+
+    def loop(x):
+        """(fill, rest of the K loop after the fill, steady period) of one tile."""
+        fill = lat + x
+        if o["pipelining"]:
+            period = np.maximum(np.maximum(t_c, x), (lat + x + t_c) / stages)
+            return fill, (s - 1) * period + t_c, period
+        return fill, np.maximum(s * x, s * t_c) - x, np.maximum(x, t_c)
+
+    vec = np.where(n % 8 == 0, 1.0, scalar_store_factor) if o["padding"] else 1.0
+    out_tile = tile_m * tile_n * out_bytes
+
+    def epilogue(a):
+        return t_epilogue_us + np.maximum(out_tile * vec / store_bytes_per_us, a * out_tile / dram_eff_bytes_per_us)
+
+    fill_full, rest_full, per_full = loop(x_full)
+    fill_last, rest_last, _ = loop(x_last)
+    fill_first, _, per_first = loop(x_first)
+    e_full, e_last = epilogue(sms), epilogue(last_a)
+    scale = 1.0 if o["padding"] else useful  # idealized kernel: no padded work at all
+    has_rem = rem > 0
+
+    mainloop = scale * (full_waves * rest_full + has_rem * rest_last)
+    epi = full_waves * e_full + has_rem * e_last
+    # persistent: first fill exposed, later fills hidden behind the previous epilogue
+    exposed_full = np.maximum(fill_full - e_full, 0.0)
+    exposed_last = np.maximum(fill_last - e_full, 0.0)
+    later_fills = np.where(has_rem, np.maximum(full_waves - 1, 0) * exposed_full
+                           + (full_waves > 0) * exposed_last,
+                           np.maximum(full_waves - 1, 0) * exposed_full)
+    fill_p = scale * (fill_first + later_fills)
+    over_p = n_waves * tile_overhead_us
+    fill_np = scale * (full_waves * fill_full + has_rem * fill_last)
+    over_np = n_waves * cta_launch_us
+    fill = np.where(persistent, fill_p, fill_np)
+    overhead = np.where(persistent, over_p, over_np)
+    init = np.broadcast_to(np.asarray(t_init_us, dtype=f64), np.shape(mainloop)) + 0.0
+    total = init + fill + mainloop + epi + overhead
+
+    # limiter of the first wave's steady state
+    lat_term = (lat + x_first + t_c) / stages if o["pipelining"] else np.zeros_like(x_first)
+    x_kind = np.where(l2_first, 1, 0)
+    mem_or = np.where(x_first >= np.maximum(t_c, lat_term), x_kind,
+                      np.where(t_c >= lat_term, np.where(t_smem > t_math, 3, 2) if o["smem_limit"] else 2, 4))
+    loop_first = fill_first + (s - 1) * per_first + t_c
+    limiter = np.where(epilogue(first_a) > loop_first, 5, mem_or).astype(np.int8)
+
+    shape = np.shape(total)
+
+    def b(x, dtype=f64):
+        return np.broadcast_to(np.asarray(x), shape).astype(dtype)
+
+    return {
+        "predicted_us": b(total),
+        "limiter": b(limiter, np.int8),
+        "init_us": b(init),
+        "fill_us": b(fill),
+        "mainloop_us": b(mainloop),
+        "epilogue_us": b(epi),
+        "overhead_us": b(overhead),
+        "stage_load_us": b(x_first),
+        "stage_math_us": b(t_math),
+        "stage_smem_us": b(t_smem),
+        "stage_period_us": b(per_first),
+        "l2_hit_rate_est": b(h_first),
+        "padding_waste": b(1.0 - useful),
+        "tiles": b(tiles, np.int64),
+        "waves": b(n_waves, np.int64),
+        "last_wave_sms": b(last_a, np.int64),
+        "k_stages": b(s, np.int64),
+    }
+
+
+
+# ------------------------------------------------------------------ polars side
+
+
+def constants_for(params: ParamSet, family: str, dtype: str) -> dict[str, float]:
+    """The extra constants of one (family, dtype): Params.extra over descriptor defaults."""
+    out = default_constants(params.gpu)
+    extra = params.get(family, dtype).extra or {}
+    out.update({c: float(extra[c]) for c in CONSTANTS if c in extra})
+    return out
+
+
+def prepare(configs: pl.DataFrame, params: ParamSet) -> tuple[pl.DataFrame, dict[str, np.ndarray]]:
+    """(filled config table, evaluate()'s input arrays) for every row."""
+    df = common.fill_configs(configs)
+    unknown = sorted(set(df.get_column("raster").unique().to_list()) - set(RASTER_CODES))
+    if unknown:
+        raise UserError(f"configs: raster = {unknown[0]!r} is unknown; known: {', '.join(RASTER_CODES)}")
+    pcols = common.param_columns(df, params)
+    pairs = df.select("family", "dtype").unique()
+    table = [{"family": f, "dtype": d, **constants_for(params, f, d)} for f, d in pairs.iter_rows()]
+    schema = {"family": pl.Utf8, "dtype": pl.Utf8, **{c: pl.Float64 for c in CONSTANTS}}
+    consts = df.select("family", "dtype").join(pl.DataFrame(table, schema=schema), on=["family", "dtype"],
+                                               how="left", maintain_order="left").drop("family", "dtype")
+    work = pl.concat([
+        df.select(*common.INT_COLUMNS, pl.col("persistent").cast(pl.Int8),
+                  pl.col("raster").replace_strict(RASTER_CODES, return_dtype=pl.Int64)),
+        pcols, consts], how="horizontal")
+    work = work.with_columns(pl.lit(float(params.gpu.l2_bytes)).alias("l2_bytes"))
+    return df, common.arrays(work, INPUTS)
+
+
+def finish(df: pl.DataFrame, out: dict) -> pl.DataFrame:
+    out = dict(out)
+    limiter = np.asarray(LIMITERS, dtype=object)[out.pop("limiter")]
+    result = {"predicted_us": pl.Series(out.pop("predicted_us"), dtype=pl.Float64),
+              "limiter": pl.Series(limiter.tolist(), dtype=pl.Utf8)}
+    for name, values in out.items():
+        dtype = pl.Int64 if np.issubdtype(values.dtype, np.integer) else pl.Float64
+        result[name] = pl.Series(values, dtype=dtype)
+    df = df.drop([c for c in result if c in df.columns])
+    return df.with_columns(s.alias(name) for name, s in result.items())
+
+
+def predict(configs: pl.DataFrame, params: ParamSet, model_options: dict | None = None, **flags) -> pl.DataFrame:
+    """Input columns plus predicted_us, limiter and the breakdown columns."""
+    df, arr = prepare(configs, params)
+    return finish(df, evaluate(**arr, model_options=model_options, **flags))
