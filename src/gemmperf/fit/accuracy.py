@@ -1,0 +1,242 @@
+"""Out-of-sample accuracy of the models, and the shipped fit of constants and correction.
+
+Every figure is out of sample:
+- cross-validation grouped by problem shape (m, n, k, dtype): GroupKFold over the
+  development rows (every testlist except the held-out one); a shape's rows are all in
+  one test fold, and every fit (ws-pipelined's constants, the residual correction)
+  sees only the training folds;
+- the held-out testlist: never in any fit. Rows of development testlists whose shape
+  also appears in the held-out list are dropped from development, so no held-out shape
+  is ever fitted through another list.
+
+Models scored: every analytical model with the microbenchmark parameters as given (no
+kernel fit, so out of sample by construction), "ws-pipelined+fit" (constants fitted per
+fold), "ws-pipelined+fit+residual" (plus the correction fitted per fold), and with
+``ablations`` each effect of ws-pipelined switched off ("ws-pipelined+fit-no-<effect>",
+refitted per fold).
+
+Metrics (``metrics``), per model and per family (and "all"), on absolute percentage
+error APE = |pred/meas - 1| x 100: mape_pct, median_ape_pct, p90_ape_pct,
+p95_ape_pct, max_ape_pct, within_10pct (share of rows, 0..1), geomean_ratio (geometric
+mean of pred/meas), spearman_mean (mean over shapes with >= 3 configurations of the
+Spearman rank correlation between predicted and measured times), regret_mean_pct,
+regret_p90_pct, regret_max_pct (per shape: measured time of the configuration the
+model ranks first over the measured best, minus 1), n (rows), shapes, folds.
+
+accuracy.json: {model: {family: metrics}, "heldout": {model: {family: metrics}},
+"meta": {...}}.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from ..errors import UserError
+from ..models import MODELS
+from ..models import ws_pipelined as W
+from ..params import ParamSet
+from . import constants as C
+from .residual import Correction
+
+SHAPE_COLS = ("m", "n", "k", "dtype")
+BASE = W.NAME
+FIT = f"{BASE}+fit"
+RESID = f"{BASE}+fit+residual"
+
+
+# ------------------------------------------------------------------ metrics
+
+
+def metrics(df: pl.DataFrame, pred: str = "predicted_us", meas: str = "time_us") -> dict:
+    """All accuracy figures of one table (rows: configurations with a shape key)."""
+    if df.height == 0:
+        return {"n": 0}
+    p = df.get_column(pred).to_numpy().astype(float)
+    y = df.get_column(meas).to_numpy().astype(float)
+    ratio = p / y
+    ape = np.abs(ratio - 1.0) * 100.0
+    shape = [c for c in SHAPE_COLS if c in df.columns] + (["family"] if "family" in df.columns else [])
+    per = df.group_by(shape).agg(
+        pl.len().alias("configs"),
+        pl.corr(pred, meas, method="spearman").alias("rho"),
+        (pl.col(meas).sort_by(pred).first() / pl.col(meas).min() - 1.0).alias("regret"),
+    )
+    rho = per.filter(pl.col("configs") >= 3).get_column("rho").drop_nans().drop_nulls().to_numpy()
+    regret = per.get_column("regret").to_numpy() * 100.0
+    multi = per.filter(pl.col("configs") >= 2).get_column("regret").to_numpy() * 100.0
+    return {
+        "n": int(df.height),
+        "shapes": int(per.height),
+        "mape_pct": float(ape.mean()),
+        "median_ape_pct": float(np.median(ape)),
+        "p90_ape_pct": float(np.percentile(ape, 90)),
+        "p95_ape_pct": float(np.percentile(ape, 95)),
+        "max_ape_pct": float(ape.max()),
+        "within_10pct": float((ape <= 10.0).mean()),
+        "geomean_ratio": float(np.exp(np.mean(np.log(ratio)))),
+        "spearman_mean": float(rho.mean()) if rho.size else None,
+        "regret_mean_pct": float(multi.mean()) if multi.size else float(regret.mean()),
+        "regret_p90_pct": float(np.percentile(multi, 90)) if multi.size else None,
+        "regret_max_pct": float(multi.max()) if multi.size else None,
+    }
+
+
+def by_family(df: pl.DataFrame, pred: str = "predicted_us", folds: int | None = None) -> dict:
+    out = {"all": metrics(df, pred)}
+    for fam in sorted(df.get_column("family").unique().to_list()):
+        out[fam] = metrics(df.filter(pl.col("family") == fam), pred)
+    for v in out.values():
+        v["folds"] = folds
+    return out
+
+
+def table(acc: dict) -> pl.DataFrame:
+    """accuracy.json as rows: split (cv / heldout), model, family, metrics."""
+    rows = []
+    for split, block in (("cv", {k: v for k, v in acc.items() if k not in ("heldout", "meta")}),
+                         ("heldout", acc.get("heldout", {}))):
+        for model, fams in block.items():
+            for fam, m in fams.items():
+                rows.append({"split": split, "model": model, "family": fam, **m})
+    return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+
+
+# ------------------------------------------------------------------ data
+
+
+def shape_id(df: pl.DataFrame) -> pl.Series:
+    return df.select(pl.concat_str([pl.col(c).cast(pl.Utf8) for c in SHAPE_COLS], separator="x")).to_series()
+
+
+def split_rows(measurements: dict[str, pl.DataFrame], heldout: str | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(development rows, held-out rows), valid measurements only, with a ``testlist`` column.
+
+    Development rows whose shape occurs in the held-out testlist are dropped."""
+    frames = []
+    for name, df in measurements.items():
+        if "dtype" not in df.columns:
+            raise UserError(f"measurements of {name}: no dtype column")
+        frames.append(C.valid_rows(df).with_columns(pl.lit(name).alias("testlist")))
+    if not frames:
+        raise UserError("no measurements")
+    rows = pl.concat(frames, how="diagonal_relaxed")
+    rows = rows.with_columns(shape_id(rows).alias("shape"))
+    if heldout is None or heldout not in measurements:
+        return rows, rows.clear()
+    held = rows.filter(pl.col("testlist") == heldout)
+    dev = rows.filter((pl.col("testlist") != heldout) & ~pl.col("shape").is_in(held.get_column("shape").implode()))
+    return dev, held
+
+
+def group_folds(shapes: pl.Series, n_splits: int = 5):
+    """GroupKFold splits over rows by shape: (train index, test index) pairs."""
+    from sklearn.model_selection import GroupKFold
+
+    n_groups = shapes.n_unique()
+    k = min(n_splits, n_groups)
+    if k < 2:
+        raise UserError(f"cross-validation needs >= 2 shapes, got {n_groups}")
+    idx = np.arange(len(shapes))
+    return list(GroupKFold(n_splits=k).split(idx, groups=shapes.to_numpy())), k
+
+
+# ------------------------------------------------------------------ fitting
+
+
+def fit_all(train: pl.DataFrame, pset: ParamSet, model_options: dict | None = None,
+            residual: bool = True, names=C.FIT_NAMES) -> tuple[ParamSet, Correction | None, dict]:
+    """Constants then correction, on training rows only."""
+    fitted, report = C.fit_constants(train, pset, names=names, model_options=model_options)
+    corr = None
+    if residual:
+        pred = W.predict(train, fitted, model_options=model_options)
+        corr = Correction.fit(pred, pset.gpu.sms, meta={"trained_on_rows": train.height})
+    return fitted, corr, report
+
+
+def _predict_fit(test, fitted, corr, model_options=None):
+    pred = W.predict(test, fitted, model_options=model_options)
+    if corr is not None:
+        pred = corr(pred)
+    return pred
+
+
+def evaluate_accuracy(measurements: dict[str, pl.DataFrame], pset: ParamSet, heldout: str | None = None,
+                      models=None, n_splits: int = 5, residual: bool = True, ablations: bool = True,
+                      progress=print) -> tuple[dict, pl.DataFrame]:
+    """(accuracy dict, out-of-sample predictions of every row by every model)."""
+    dev, held = split_rows(measurements, heldout)
+    if dev.height == 0:
+        raise UserError("no development measurements (all rows are held out or invalid)")
+    models = list(models or MODELS)
+    keep = [c for c in dev.columns if c in ("testlist", "shape", "family", "dtype", "m", "n", "k", "tile_m", "tile_n",
+                                             "tile_k", "stages", "cluster_m", "cluster_n", "persistent", "raster",
+                                             "out_dtype", "time_us")]
+    acc: dict = {"heldout": {}}
+    preds = []
+
+    def record(name, split, df, col="predicted_us", folds=None):
+        out = df.select(*keep, pl.col(col).alias("predicted_us")).with_columns(
+            pl.lit(name).alias("model"), pl.lit(split).alias("split"))
+        preds.append(out)
+        block = acc if split == "cv" else acc["heldout"]
+        block[name] = by_family(out, folds=folds)
+
+    for name in models:
+        for split, rows in (("cv", dev), ("heldout", held)):
+            if rows.height:
+                record(name, split, MODELS[name].predict(rows, pset), folds=0)
+        progress(f"accuracy: {name} (microbenchmark parameters) done")
+
+    folds, k = group_folds(dev.get_column("shape"), n_splits)
+    variants = [(FIT, None, residual)]
+    if ablations:
+        variants += [(f"{FIT}-no-{e}", {e: False}, False) for e in W.EFFECTS]
+    for name, opts, with_resid in variants:
+        oof_fit, oof_res = [], []
+        for train_idx, test_idx in folds:
+            train, test = dev[train_idx], dev[test_idx]
+            assert not set(train.get_column("shape")) & set(test.get_column("shape"))
+            fitted, corr, _ = fit_all(train, pset, opts, residual=with_resid)
+            p = _predict_fit(test, fitted, corr, opts)
+            oof_fit.append(p)
+        oof = pl.concat(oof_fit, how="diagonal_relaxed")
+        record(name, "cv", oof, folds=k)
+        if with_resid:
+            record(RESID, "cv", oof, col="corrected_us", folds=k)
+        if held.height:
+            fitted, corr, _ = fit_all(dev, pset, opts, residual=with_resid)
+            p = _predict_fit(held, fitted, corr, opts)
+            record(name, "heldout", p, folds=0)
+            if with_resid:
+                record(RESID, "heldout", p, col="corrected_us", folds=0)
+        progress(f"accuracy: {name} ({k} grouped folds{', + held-out' if held.height else ''}) done")
+
+    acc["meta"] = {"dev_rows": dev.height, "dev_shapes": dev.get_column("shape").n_unique(),
+                   "heldout_testlist": heldout, "heldout_rows": held.height,
+                   "testlists": sorted(measurements), "folds": k, "grouping": list(SHAPE_COLS),
+                   "note": "every figure out of sample: grouped CV by shape; held-out testlist never fitted"}
+    return acc, pl.concat(preds, how="diagonal_relaxed")
+
+
+def fit_shipped(measurements: dict[str, pl.DataFrame], pset: ParamSet, heldout: str | None,
+                residual: bool = True) -> tuple[ParamSet, Correction | None, dict]:
+    """Constants and correction for results/<gpu>/: every development row, never the held-out list."""
+    dev, _ = split_rows(measurements, heldout)
+    return fit_all(dev, pset, residual=residual)
+
+
+# ------------------------------------------------------------------ synthetic data
+
+
+def synthetic_measurements(pset: ParamSet, shapes, configs: pl.DataFrame, noise: float = 0.02, seed: int = 0,
+                           model_options: dict | None = None) -> pl.DataFrame:
+    """ws-pipelined's own predictions x lognormal noise, in the measurement schema (tests, dry runs)."""
+    shapes_df = pl.DataFrame([{"m": m, "n": n, "k": k} for m, n, k in shapes])
+    rows = shapes_df.join(configs, how="cross")
+    pred = W.predict(rows, pset, model_options=model_options)
+    rng = np.random.default_rng(seed)
+    t = pred.get_column("predicted_us").to_numpy() * np.exp(rng.normal(0.0, noise, pred.height))
+    return pred.select(*rows.columns, "family", "dtype").with_columns(
+        pl.Series("time_us", t), pl.lit("ok").alias("status"), pl.lit("full").alias("mode"))

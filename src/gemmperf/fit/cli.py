@@ -1,0 +1,134 @@
+"""``gemmperf fit`` and ``gemmperf accuracy`` (registered by ``add_parser``).
+
+fit:      microbench CSV (+ measurement CSVs) -> params.json (+ correction.json)
+accuracy: microbench CSV + measurement CSVs -> accuracy.json, accuracy table, out-of-sample
+          predictions (+ correction.json fitted on all development rows)
+
+A measurement CSV's testlist is its file stem (results/<gpu>/measurements/llm.csv -> llm).
+The held-out testlist (--heldout) never enters any fit, in either command.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..errors import UserError
+
+FAMILIES_DEFAULT = "ws-hopper,ws-ampere,simt"
+
+
+def _read_measurements(paths) -> dict:
+    import polars as pl
+
+    out = {}
+    for p in paths or []:
+        path = Path(p)
+        if not path.is_file():
+            raise UserError(f"{path}: measurement file not found")
+        try:
+            df = pl.read_csv(path, infer_schema_length=None)
+        except pl.exceptions.PolarsError as err:
+            raise UserError(f"{path}: cannot read measurements ({err})") from None
+        missing = [c for c in ("m", "n", "k", "family", "dtype", "time_us") if c not in df.columns]
+        if missing:
+            raise UserError(f"{path}: missing column(s) {', '.join(missing)}")
+        if "persistent" in df.columns and df.schema["persistent"] == pl.Utf8:
+            df = df.with_columns(pl.col("persistent").str.to_lowercase() == "true")
+        out[path.stem] = df
+    return out
+
+
+def _base_params(a):
+    """Microbenchmark-fitted parameters (descriptor defaults where there are none)."""
+    from ..cli import resolve_gpu
+    from .params import default_paramset, fit_paramset
+
+    gpu = resolve_gpu(a.gpu)
+    families = [f.strip() for f in a.families.split(",") if f.strip()]
+    if a.microbench:
+        if not Path(a.microbench).is_file():
+            raise UserError(f"{a.microbench}: microbenchmark file not found")
+        return fit_paramset(gpu, a.microbench, families, a.dtype)
+    print("no --microbench: starting from descriptor defaults", file=sys.stderr)
+    return default_paramset(gpu, families, a.dtype)
+
+
+def _write(path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def cmd_fit(a) -> int:
+    from .accuracy import fit_shipped
+
+    pset = _base_params(a)
+    meas = _read_measurements(a.measurements)
+    if meas:
+        pset, corr, report = fit_shipped(meas, pset, a.heldout, residual=bool(a.correction_out))
+        for key, r in report.items():
+            print(f"fitted ws-pipelined constants of {key} on {int(r['kernel_fit_points'])} rows "
+                  f"(rms log error {r['kernel_fit_rmse_log']:.3f}); held out: {a.heldout}", file=sys.stderr)
+        if corr is not None:
+            corr.save(a.correction_out)
+            print(f"wrote {a.correction_out}", file=sys.stderr)
+    pset.save(a.out)
+    print(f"wrote {a.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_accuracy(a) -> int:
+    from .accuracy import evaluate_accuracy, fit_shipped, table
+
+    pset = _base_params(a)
+    meas = _read_measurements(a.measurements)
+    if not meas:
+        raise UserError("accuracy: give --measurements CSV files")
+    models = [m.strip() for m in a.models.split(",")] if a.models else None
+    acc, preds = evaluate_accuracy(meas, pset, heldout=a.heldout, models=models, n_splits=a.folds,
+                                   residual=not a.no_residual, ablations=not a.no_ablations,
+                                   progress=lambda s: print(s, file=sys.stderr))
+    _write(a.out, json.dumps(acc, indent=2) + "\n")
+    print(f"wrote {a.out}", file=sys.stderr)
+    if a.table:
+        Path(a.table).parent.mkdir(parents=True, exist_ok=True)
+        table(acc).write_csv(a.table)
+    if a.predictions:
+        Path(a.predictions).parent.mkdir(parents=True, exist_ok=True)
+        preds.write_parquet(a.predictions)
+    if a.correction_out and not a.no_residual:
+        _, corr, _ = fit_shipped(meas, pset, a.heldout, residual=True)
+        corr.save(a.correction_out)
+        print(f"wrote {a.correction_out}", file=sys.stderr)
+    return 0
+
+
+def _common(p) -> None:
+    p.add_argument("--gpu", default="auto", help="catalog slug, hardware.json, or auto (probe)")
+    p.add_argument("--microbench", help="microbenchmark CSV (results/<gpu>/microbench.csv)")
+    p.add_argument("--measurements", nargs="*", default=[], help="measurement CSVs; testlist = file stem")
+    p.add_argument("--heldout", default=None, help="testlist never used in any fit (e.g. llm)")
+    p.add_argument("--families", default=FAMILIES_DEFAULT)
+    p.add_argument("--dtype", default="bf16")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("fit", help="fit model parameters: microbenchmarks (+ ws-pipelined constants on measurements)")
+    _common(p)
+    p.add_argument("--out", required=True, help="params.json to write")
+    p.add_argument("--correction-out", help="also fit the residual correction and write it here")
+    p.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser("accuracy", help="out-of-sample accuracy: grouped CV by shape + held-out testlist")
+    _common(p)
+    p.add_argument("--out", required=True, help="accuracy.json to write")
+    p.add_argument("--table", help="CSV of the accuracy table (split, model, family, metrics)")
+    p.add_argument("--predictions", help="Parquet of every out-of-sample prediction")
+    p.add_argument("--correction-out", help="write the residual correction fitted on all development rows")
+    p.add_argument("--models", help="comma-separated analytical models (default: all)")
+    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--no-residual", action="store_true", help="skip the residual correction")
+    p.add_argument("--no-ablations", action="store_true", help="skip refitting with each effect off")
+    p.set_defaults(func=cmd_accuracy)

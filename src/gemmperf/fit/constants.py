@@ -1,0 +1,114 @@
+"""Fit ws-pipelined's remaining constants on kernel measurements (training folds only).
+
+The microbenchmarks fix T_INIT, T_EPILOGUE and the load/math rates (``fit.params``);
+what they cannot see (shared DRAM and L2 bandwidth, the shared-memory rate, per-tile
+and per-CTA overheads, the L2 window) is fitted here, by robust nonlinear least squares
+on log(predicted / measured) over ``status == ok`` full-mode rows.
+
+Each fitted quantity q is q0 * exp(theta) with q0 its current value (microbench fit or
+descriptor default); theta is bounded to +-ln(8) and pulled to 0 by a ridge prior of
+weight ``prior`` per parameter, so constants the data do not constrain stay at their
+physical defaults instead of wandering. One-sigma uncertainties come from the Jacobian
+at the optimum (Gauss-Newton covariance scaled by the residual variance).
+
+Only ever call this with training rows: ``fit.accuracy`` calls it inside each fold and,
+for the shipped parameters, on every row except the held-out testlist.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from ..errors import UserError
+from ..models import ws_pipelined as W
+from ..params import PARAM_NAMES, ParamSet
+
+FIT_NAMES = (
+    "math_flops_per_us", "t_epilogue_us", "load_latency_us", "t_init_us",
+    "dram_eff_bytes_per_us", "l2_bytes_per_us", "smem_bytes_per_us", "store_bytes_per_us",
+    "tile_overhead_us", "cta_launch_us", "l2_window_kblocks",
+)
+BOUND = float(np.log(8.0))
+
+
+def valid_rows(meas: pl.DataFrame) -> pl.DataFrame:
+    """Rows usable as measurements of the full kernel: status ok, full mode, time > 0."""
+    df = meas
+    if "status" in df.columns:
+        df = df.filter(pl.col("status") == "ok")
+    if "mode" in df.columns:
+        df = df.filter(pl.col("mode").is_null() | (pl.col("mode") == "full"))
+    return df.filter(pl.col("time_us").is_not_null() & (pl.col("time_us") > 0))
+
+
+def _current(pset: ParamSet, family: str, dtype: str) -> dict[str, float]:
+    p = pset.get(family, dtype)
+    values = {name: float(getattr(p, name)) for name in PARAM_NAMES}
+    values.update(W.constants_for(pset, family, dtype))
+    return values
+
+
+def with_values(pset: ParamSet, family: str, dtype: str, values: dict[str, float],
+                uncertainty: dict | None = None, quality: dict | None = None) -> ParamSet:
+    """A copy of ``pset`` whose (family, dtype) entry carries ``values``."""
+    p = pset.get(family, dtype)
+    core = {k: float(v) for k, v in values.items() if k in PARAM_NAMES}
+    extra = {**(p.extra or {}), **{k: float(v) for k, v in values.items() if k in W.CONSTANTS}}
+    unc = {**p.uncertainty, **(uncertainty or {})}
+    qual = {**p.quality, **(quality or {})}
+    entries = dict(pset.entries)
+    entries[(family, dtype)] = p.replace(**core, extra=extra, uncertainty=unc, quality=qual)
+    return ParamSet(gpu=pset.gpu, entries=entries, overrides=dict(pset.overrides))
+
+
+def fit_constants(meas: pl.DataFrame, pset: ParamSet, names=FIT_NAMES, prior: float = 0.02,
+                  model_options: dict | None = None, loss: str = "soft_l1") -> tuple[ParamSet, dict]:
+    """Fit ``names`` per (family, dtype) of ``meas``; returns (new ParamSet, report).
+
+    The report maps "family/dtype" to {values, uncertainty, rmse_log, n}.
+    """
+    from scipy.optimize import least_squares
+
+    rows = valid_rows(meas)
+    if rows.height == 0:
+        raise UserError("fit_constants: no valid (status ok, full mode) measurements to fit")
+    names = tuple(names)
+    unknown = [n for n in names if n not in PARAM_NAMES and n not in W.CONSTANTS]
+    if unknown:
+        raise UserError(f"fit_constants: unknown constant(s) {', '.join(unknown)}")
+    report = {}
+    out = pset
+    for family, dtype in rows.select("family", "dtype").unique().sort("family", "dtype").iter_rows():
+        sub = rows.filter((pl.col("family") == family) & (pl.col("dtype") == dtype))
+        _, arr = W.prepare(sub, out)
+        y = np.log(sub.get_column("time_us").to_numpy().astype(float))
+        base = _current(out, family, dtype)
+        fit_names = [n for n in names if base.get(n, 0.0) > 0]
+
+        def residuals(theta, arr=arr, y=y, base=base, fit_names=fit_names):
+            a = dict(arr)
+            for name, t in zip(fit_names, theta):
+                a[name] = np.full_like(a[name], base[name] * np.exp(t), dtype=float)
+            pred = W.evaluate(**a, model_options=model_options)["predicted_us"]
+            r = np.log(np.maximum(pred, 1e-9)) - y
+            return np.concatenate([r, np.sqrt(prior) * theta])
+
+        x0 = np.zeros(len(fit_names))
+        res = least_squares(residuals, x0, bounds=(-BOUND, BOUND), loss=loss, f_scale=0.05,
+                            x_scale=1.0, diff_step=1e-3, max_nfev=200 * max(len(fit_names), 1))
+        r = res.fun[: len(y)]
+        values = {name: base[name] * float(np.exp(t)) for name, t in zip(fit_names, res.x)}
+        dof = max(len(y) - len(fit_names), 1)
+        s2 = float(r @ r) / dof
+        try:
+            cov = np.linalg.pinv(res.jac.T @ res.jac) * s2
+            sd = np.sqrt(np.clip(np.diag(cov), 0, None))
+        except np.linalg.LinAlgError:
+            sd = np.full(len(fit_names), np.nan)
+        unc = {name: values[name] * float(s) for name, s in zip(fit_names, sd)}
+        quality = {"kernel_fit_rmse_log": float(np.sqrt(np.mean(r**2))), "kernel_fit_points": float(len(y))}
+        out = with_values(out, family, dtype, values, unc, quality)
+        report[f"{family}/{dtype}"] = {"values": values, "uncertainty": unc, **quality,
+                                       "fitted_from": "training measurements"}
+    return out, report

@@ -1,0 +1,253 @@
+"""Residual correction: learn log(measured / predicted) of the analytical model.
+
+Features (``FEATURES``, polars expressions over whole columns of a ws-pipelined
+prediction table, see ``features``) have a physical meaning:
+  log_ai            log2 arithmetic intensity 2MNK / ((MK + NK + MN) * bytes)
+  log_flops         log2 of 2MNK
+  log_k_stages      log2 ceil(K / TK)
+  waves             waves of CTAs (ceil(tiles / SMs))
+  last_wave_fill    active CTAs of the last wave / SMs
+  log_tiles_per_sm  log2 (tiles / SMs)
+  padding_waste     1 - useful / padded work (the PA2 dips)
+  pad_m, pad_n, pad_k   overhang fraction of the last tile along M, N, K
+  n_vec8            1 when N % 8 == 0 (16-byte epilogue stores)
+  l2_hit            the model's L2 hit-rate estimate for the first wave
+  mainloop_share, epilogue_share, fill_share   phases over the predicted total
+  log_tile_m, log_tile_n, stages, persistent, raster_row/column/grouped
+  limiter_<name>    one-hot of the model's limiter
+  log_pred          log2 predicted time
+
+Estimator: ``ResidualRegressor``, gradient-boosted shallow regression trees (sklearn's
+GradientBoostingRegressor, Huber loss, fixed random_state, no subsampling: the fit is
+deterministic). Serialization without pickle: after fitting, every tree is copied into
+plain arrays (feature, threshold, left, right, value); ``predict`` walks those arrays
+itself, vectorized over rows, and ``to_dict``/``from_dict`` round-trip them through
+JSON exactly. Why this choice: boosted trees capture the piecewise behaviour of GEMM
+residuals (wave quantization, limiter changes) that a ridge on smooth features misses,
+and owning the arrays removes any dependence on pickle or on sklearn's private layout
+at load time (loading needs numpy only).
+
+``predict --corrected`` uses ``load_correction(results_dir, gpu_slug)``, which returns
+``correct(predictions) -> predictions`` adding ``corrected_us`` and ``correction``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from sklearn.base import BaseEstimator, RegressorMixin
+
+from ..errors import UserError
+
+FORMAT = "gemmperf-residual-1"
+BASE_MODEL = "ws-pipelined"
+LIMITER_NAMES = ("load", "l2", "math", "smem", "latency", "epilogue")
+
+_LOG2 = lambda e: e.cast(pl.Float64).log(2)  # noqa: E731
+
+
+def _bytes():
+    from ..problem import DTYPE_BYTES
+
+    return pl.col("dtype").replace_strict({d: float(b) for d, b in DTYPE_BYTES.items()}, default=2.0,
+                                          return_dtype=pl.Float64)
+
+
+def feature_exprs(sms: int) -> dict[str, pl.Expr]:
+    m, n, k = (pl.col(c).cast(pl.Float64) for c in ("m", "n", "k"))
+    tm, tn, tk = (pl.col(c).cast(pl.Float64) for c in ("tile_m", "tile_n", "tile_k"))
+    total = pl.col("predicted_us")
+    ceil = lambda a, b: (a / b).ceil()  # noqa: E731
+    exprs = {
+        "log_ai": (2 * m * n * k / ((m * k + n * k + m * n) * _bytes())).log(2),
+        "log_flops": (2 * m * n * k).log(2),
+        "log_k_stages": _LOG2(pl.col("k_stages")),
+        "waves": pl.col("waves").cast(pl.Float64),
+        "last_wave_fill": pl.col("last_wave_sms").cast(pl.Float64) / sms,
+        "log_tiles_per_sm": (pl.col("tiles").cast(pl.Float64) / sms).log(2),
+        "padding_waste": pl.col("padding_waste"),
+        "pad_m": 1 - m / (ceil(m, tm) * tm),
+        "pad_n": 1 - n / (ceil(n, tn) * tn),
+        "pad_k": 1 - k / (ceil(k, tk) * tk),
+        "n_vec8": (pl.col("n") % 8 == 0).cast(pl.Float64),
+        "l2_hit": pl.col("l2_hit_rate_est"),
+        "mainloop_share": pl.col("mainloop_us") / total,
+        "epilogue_share": pl.col("epilogue_us") / total,
+        "fill_share": pl.col("fill_us") / total,
+        "log_tile_m": _LOG2(pl.col("tile_m")),
+        "log_tile_n": _LOG2(pl.col("tile_n")),
+        "stages": pl.col("stages").cast(pl.Float64),
+        "persistent": pl.col("persistent").cast(pl.Float64),
+        **{f"raster_{r}": (pl.col("raster") == r).cast(pl.Float64) for r in ("row", "column", "grouped")},
+        **{f"limiter_{name}": (pl.col("limiter") == name).cast(pl.Float64) for name in LIMITER_NAMES},
+        "log_pred": total.log(2),
+    }
+    return exprs
+
+
+FEATURES = tuple(feature_exprs(1))
+
+
+def features(pred: pl.DataFrame, sms: int) -> pl.DataFrame:
+    """The FEATURES columns of a ws-pipelined prediction table (same row order)."""
+    need = {"m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "persistent", "raster", "dtype",
+            "predicted_us", "limiter", "k_stages", "waves", "last_wave_sms", "tiles", "padding_waste",
+            "l2_hit_rate_est", "mainloop_us", "epilogue_us", "fill_us"}
+    missing = sorted(need - set(pred.columns))
+    if missing:
+        raise UserError(f"residual features need a {BASE_MODEL} prediction table; missing {', '.join(missing)}")
+    exprs = feature_exprs(sms)
+    return pred.select(e.alias(name) for name, e in exprs.items()).fill_nan(0.0).fill_null(0.0)
+
+
+def target(pred: pl.DataFrame, measured: str = "time_us") -> np.ndarray:
+    """log(measured / predicted) per row."""
+    return np.log(pred.get_column(measured).to_numpy() / pred.get_column("predicted_us").to_numpy())
+
+
+# ------------------------------------------------------------------ estimator
+
+
+class ResidualRegressor(RegressorMixin, BaseEstimator):
+    """Boosted regression trees whose fitted state is plain arrays (JSON-serializable)."""
+
+    def __init__(self, n_estimators=300, learning_rate=0.05, max_depth=3, min_samples_leaf=8,
+                 loss="huber", alpha=0.9, random_state=0):
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.loss = loss
+        self.alpha = alpha
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        from sklearn.ensemble import GradientBoostingRegressor
+
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        if X.ndim != 2 or X.shape[0] != y.shape[0] or X.shape[0] == 0:
+            raise UserError(f"ResidualRegressor.fit: X {X.shape} and y {y.shape} do not match")
+        gb = GradientBoostingRegressor(
+            n_estimators=self.n_estimators, learning_rate=self.learning_rate, max_depth=self.max_depth,
+            min_samples_leaf=self.min_samples_leaf, loss=self.loss, alpha=self.alpha, subsample=1.0,
+            random_state=self.random_state)
+        gb.fit(X, y)
+        self.n_features_in_ = X.shape[1]
+        self.init_ = float(gb.init_.predict(X[:1]).ravel()[0]) if hasattr(gb.init_, "predict") else 0.0
+        self.trees_ = []
+        for est in gb.estimators_[:, 0]:
+            t = est.tree_
+            self.trees_.append({
+                "feature": t.feature.astype(np.int64), "threshold": t.threshold.astype(np.float64),
+                "left": t.children_left.astype(np.int64), "right": t.children_right.astype(np.int64),
+                "value": t.value[:, 0, 0].astype(np.float64)})
+        self.depth_ = int(max((e.get_depth() for e in gb.estimators_[:, 0]), default=0))
+        return self
+
+    def predict(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise UserError(f"ResidualRegressor.predict: expected {self.n_features_in_} features, got {X.shape}")
+        rows = np.arange(X.shape[0])
+        out = np.full(X.shape[0], self.init_)
+        for t in self.trees_:
+            node = np.zeros(X.shape[0], dtype=np.int64)
+            for _ in range(self.depth_):
+                left = t["left"][node]
+                leaf = left < 0
+                go_left = X[rows, np.where(leaf, 0, t["feature"][node])] <= t["threshold"][node]
+                node = np.where(leaf, node, np.where(go_left, left, t["right"][node]))
+            out += self.learning_rate * t["value"][node]
+        return out
+
+    def to_dict(self) -> dict:
+        return {"params": self.get_params(), "n_features_in": self.n_features_in_, "init": self.init_,
+                "depth": self.depth_,
+                "trees": [{k: v.tolist() for k, v in t.items()} for t in self.trees_]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ResidualRegressor:
+        est = cls(**data["params"])
+        est.n_features_in_ = int(data["n_features_in"])
+        est.init_ = float(data["init"])
+        est.depth_ = int(data["depth"])
+        types = {"feature": np.int64, "threshold": np.float64, "left": np.int64, "right": np.int64,
+                 "value": np.float64}
+        est.trees_ = [{k: np.asarray(t[k], dtype=types[k]) for k in types} for t in data["trees"]]
+        return est
+
+
+# ------------------------------------------------------------------ correction
+
+
+class Correction:
+    """A fitted residual model plus what it needs to apply itself to predictions."""
+
+    def __init__(self, estimator: ResidualRegressor, sms: int, meta: dict | None = None):
+        self.estimator = estimator
+        self.sms = int(sms)
+        self.meta = dict(meta or {})
+
+    @classmethod
+    def fit(cls, pred: pl.DataFrame, sms: int, measured: str = "time_us", meta: dict | None = None,
+            **estimator_params) -> Correction:
+        X = features(pred, sms).to_numpy()
+        y = target(pred, measured)
+        ok = np.isfinite(y)
+        est = ResidualRegressor(**estimator_params).fit(X[ok], y[ok])
+        return cls(est, sms, {**(meta or {}), "n_train": int(ok.sum())})
+
+    def factor(self, pred: pl.DataFrame) -> np.ndarray:
+        return np.exp(self.estimator.predict(features(pred, self.sms).to_numpy()))
+
+    def __call__(self, pred: pl.DataFrame) -> pl.DataFrame:
+        """``pred`` (a ws-pipelined table) with corrected_us and correction columns."""
+        f = self.factor(pred)
+        return pred.with_columns(pl.Series("correction", f),
+                                 (pl.col("predicted_us") * pl.Series(f)).alias("corrected_us"))
+
+    def to_dict(self) -> dict:
+        return {"format": FORMAT, "base_model": BASE_MODEL, "features": list(FEATURES), "sms": self.sms,
+                "meta": self.meta, "estimator": self.estimator.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict, origin: str = "correction") -> Correction:
+        if data.get("format") != FORMAT:
+            raise UserError(f"{origin}: not a {FORMAT} file (format {data.get('format')!r})")
+        if list(data.get("features", [])) != list(FEATURES):
+            raise UserError(f"{origin}: written with other features; refit it (gemmperf accuracy)")
+        return cls(ResidualRegressor.from_dict(data["estimator"]), data["sms"], data.get("meta"))
+
+    def save(self, path: str | Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict()) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Correction:
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            raise UserError(f"{path}: cannot read the residual correction ({err})") from None
+        return cls.from_dict(data, str(path))
+
+
+def correction_path(results_dir: str | Path, gpu: str) -> Path:
+    return Path(results_dir) / gpu / "correction.json"
+
+
+def load_correction(results_dir: str | Path, gpu: str):
+    """``correct(predictions) -> predictions`` for GPU slug ``gpu``, from results/<gpu>/correction.json.
+
+    ``predictions`` must be a ws-pipelined table (models.predict(configs, pset, "ws-pipelined"))
+    made with the same GPU's fitted params.json; it gains ``correction`` and ``corrected_us``.
+    """
+    path = correction_path(results_dir, gpu)
+    if not path.is_file():
+        raise UserError(f"{path}: no residual correction for {gpu}; run `gemmperf accuracy` (the residual rule) first")
+    return Correction.load(path)
