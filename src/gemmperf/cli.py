@@ -241,10 +241,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="file to write (default: stdout)")
     p.set_defaults(func=cmd_simulate)
 
+    # stage commands, each defined next to its stage
     from .bench import collect, microbench
+    from .fit import cli as fit_cli
+    from .optimize import cli as optimize_cli
 
     collect.add_parser(sub)
     microbench.add_parser(sub)
+    fit_cli.add_parser(sub)
+    optimize_cli.add_parser(sub)
     return parser
 
 
