@@ -73,7 +73,7 @@ def metrics(df: pl.DataFrame, pred: str = "predicted_us", meas: str = "time_us")
         "p90_ape_pct": float(np.percentile(ape, 90)),
         "p95_ape_pct": float(np.percentile(ape, 95)),
         "max_ape_pct": float(ape.max()),
-        "within_10pct": float((ape <= 10.0).mean()),
+        "within_10pct": float((ape <= 10.0 + 1e-9).mean()),
         "geomean_ratio": float(np.exp(np.mean(np.log(ratio)))),
         "spearman_mean": float(rho.mean()) if rho.size else None,
         "regret_mean_pct": float(multi.mean()) if multi.size else float(regret.mean()),

@@ -1,0 +1,87 @@
+"""Accuracy: metrics on hand-made tables, grouped folds never share a shape, held-out never fitted."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import polars as pl
+import pytest
+
+from gemmperf.fit import accuracy as A
+from gemmperf.fit import constants as C
+from gemmperf.hardware import CATALOG
+from gemmperf.params import ParamSet
+
+PS = ParamSet(CATALOG["h100-sxm5-80gb"])
+
+
+def test_metrics_by_hand():
+    df = pl.DataFrame({
+        "m": [1, 1, 1, 2, 2], "n": [1] * 5, "k": [1] * 5, "dtype": ["bf16"] * 5, "family": ["f"] * 5,
+        "time_us": [10.0, 20.0, 30.0, 10.0, 12.0],
+        "predicted_us": [11.0, 18.0, 30.0, 13.0, 12.0],
+    })
+    m = A.metrics(df)
+    ape = np.array([10, 10, 0, 30, 0.0])
+    assert m["mape_pct"] == pytest.approx(ape.mean())
+    assert m["median_ape_pct"] == pytest.approx(10.0)
+    assert m["max_ape_pct"] == pytest.approx(30.0)
+    assert m["within_10pct"] == pytest.approx(0.8)
+    assert m["geomean_ratio"] == pytest.approx(np.exp(np.mean(np.log([1.1, 0.9, 1.0, 1.3, 1.0]))))
+    assert m["spearman_mean"] == pytest.approx(1.0)  # only shape 1 has >= 3 configs; order kept
+    # shape 1: the model ranks the 10 us config first (regret 0); shape 2: it picks 12 us over 10 (20 %)
+    assert m["regret_mean_pct"] == pytest.approx(10.0)
+    bad = df.with_columns(pl.Series("predicted_us", [30.0, 20.0, 10.0, 12.0, 13.0]))
+    mb = A.metrics(bad)
+    assert mb["spearman_mean"] == pytest.approx(-1.0)
+    assert mb["regret_mean_pct"] == pytest.approx((200.0 + 0.0) / 2)
+
+
+def synthetic():
+    cfgs = pl.DataFrame([{"tile_m": tm, "tile_n": tn, "persistent": p}
+                         for tm, tn, p in itertools.product([64, 128], [128, 256], [False, True])])
+    dev_a = A.synthetic_measurements(PS, list(itertools.product([512, 4096], [1024, 8192], [512, 4096])), cfgs, seed=1)
+    held = A.synthetic_measurements(PS, [(3000, 5120, 1000), (1024, 8192, 4096), (777, 999, 2048)], cfgs, seed=2)
+    return {"squares": dev_a, "llm": held}
+
+
+def test_group_folds_never_share_a_shape():
+    dev, held = A.split_rows(synthetic(), "llm")
+    folds, k = A.group_folds(dev.get_column("shape"), 5)
+    assert k == 5
+    seen = set()
+    for train, test in folds:
+        tr, te = set(dev["shape"].gather(train)), set(dev["shape"].gather(test))
+        assert not tr & te
+        seen |= te
+    assert seen == set(dev["shape"])
+    # a held-out shape measured in a development list is dropped from development
+    assert "1024x8192x4096xbf16" not in set(dev["shape"]) and held.height == 24
+
+
+def test_heldout_never_enters_a_fit(monkeypatch):
+    meas = synthetic()
+    held_shapes = set(A.shape_id(meas["llm"]))
+    fitted_on = []
+    real = C.fit_constants
+
+    def spy(rows, *args, **kw):
+        fitted_on.append(set(A.shape_id(rows)))
+        return real(rows, *args, **kw)
+
+    monkeypatch.setattr(C, "fit_constants", spy)
+    acc, preds = A.evaluate_accuracy(meas, PS, heldout="llm", models=["sol", "ws-pipelined"], n_splits=3,
+                                     ablations=False, progress=lambda s: None)
+    assert len(fitted_on) == 3 + 1
+    for shapes in fitted_on:
+        assert not shapes & held_shapes
+    for name in ("ws-pipelined+fit", "ws-pipelined+fit+residual", "sol"):
+        assert acc[name]["all"]["n"] == acc["meta"]["dev_rows"]
+        assert acc["heldout"][name]["all"]["n"] == 24
+    assert acc["ws-pipelined+fit"]["all"]["folds"] == 3
+    # model-generated data with 2% noise: the fitted model is accurate out of sample
+    assert acc["heldout"]["ws-pipelined+fit"]["all"]["mape_pct"] < 5
+    t = A.table(acc)
+    assert {"split", "model", "family", "mape_pct", "regret_mean_pct"} <= set(t.columns)
+    assert set(preds["split"]) == {"cv", "heldout"}

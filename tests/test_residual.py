@@ -1,0 +1,67 @@
+"""Residual correction: JSON round trip equals sklearn, learns a known bias, loads from results/."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from gemmperf.errors import UserError
+from gemmperf.fit.residual import FEATURES, Correction, ResidualRegressor, features, load_correction
+from gemmperf.hardware import CATALOG
+from gemmperf.models import ws_pipelined as W
+from gemmperf.params import ParamSet
+
+PS = ParamSet(CATALOG["h100-sxm5-80gb"])
+
+
+def table(seed=0, n=300):
+    rng = np.random.default_rng(seed)
+    df = pl.DataFrame({"m": rng.integers(64, 8192, n), "n": rng.integers(64, 8192, n),
+                       "k": rng.integers(64, 8192, n), "tile_n": rng.choice([64, 128, 256], n),
+                       "persistent": rng.random(n) < 0.5})
+    return W.predict(df, PS)
+
+
+def test_tree_arrays_match_sklearn_and_json_roundtrip():
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 5))
+    y = np.sin(X[:, 0]) + 0.3 * (X[:, 1] > 0) + 0.01 * rng.normal(size=400)
+    est = ResidualRegressor(n_estimators=50, max_depth=3).fit(X, y)
+    ref = GradientBoostingRegressor(n_estimators=50, max_depth=3, min_samples_leaf=8, loss="huber", learning_rate=0.05,
+                                    random_state=0).fit(X, y)
+    np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-10, atol=1e-10)
+    back = ResidualRegressor.from_dict(json.loads(json.dumps(est.to_dict())))
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+    with pytest.raises(UserError):
+        est.predict(X[:, :3])
+
+
+def test_features_are_finite_and_named():
+    f = features(table(), 132)
+    assert tuple(f.columns) == FEATURES
+    assert np.isfinite(f.to_numpy()).all()
+
+
+def test_correction_learns_a_physical_bias_out_of_sample(tmp_path):
+    # "measured" = model x 1.3 when N is not a multiple of 8, else x 1.0
+    def measured(df):
+        return df.with_columns((pl.col("predicted_us") * pl.when(pl.col("n") % 8 == 0).then(1.0).otherwise(1.3))
+                               .alias("time_us"))
+
+    train, test = measured(table(0, 600)), measured(table(1, 200))
+    corr = Correction.fit(train, 132)
+    out = corr(test)
+    err = (out["corrected_us"] / out["time_us"] - 1).abs().mean()
+    raw = (out["predicted_us"] / out["time_us"] - 1).abs().mean()
+    assert err < 0.03 < raw
+    path = tmp_path / "h100-sxm5-80gb" / "correction.json"
+    corr.save(path)
+    loaded = load_correction(tmp_path, "h100-sxm5-80gb")
+    np.testing.assert_array_equal(loaded(test)["corrected_us"].to_numpy(), out["corrected_us"].to_numpy())
+    with pytest.raises(UserError, match="no residual correction"):
+        load_correction(tmp_path, "a100-sxm4-80gb")
