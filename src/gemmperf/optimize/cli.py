@@ -99,7 +99,16 @@ def cmd_optimize(a) -> int:
         from . import z3opt
 
         shape = parse_shape(a.shape, a.dtype)
-        sols = [z3opt.solve(shape, f, gpu, pset, a.model, fix=fix or None) for f in fams]
+        sols, errors = [], []
+        for f in fams:
+            try:
+                sols.append(z3opt.solve(shape, f, gpu, pset, a.model, fix=fix or None))
+            except UserError as err:
+                if a.family != "all":
+                    raise
+                errors.append(str(err))  # e.g. a dtype one family has no kernel for
+        if not sols:
+            raise UserError("; ".join(errors))
         if a.json:
             print(json.dumps([s.to_dict() for s in sols], indent=2, default=str))
             return 0

@@ -518,7 +518,11 @@ def _explain_unsat(family, dtype, gpu, fix, space) -> str:
         spec = ", ".join(f"{k}={v}" for k, v in fix.items())
         return (f"no legal {family} configuration on {gpu.slug} with {spec}"
                 + (f": {why}" if why else " (not in the searched space)"))
-    return f"no legal {family} configuration on {gpu.slug} for {dtype}"
+    try:
+        why = check_legal(KernelConfig(family=family, dtype=dtype), gpu)
+    except UserError as err:
+        why = str(err)
+    return f"no legal {family} configuration on {gpu.slug} for {dtype}" + (f": {why}" if why else "")
 
 
 def breakdown(config: KernelConfig, shape: Shape, pset: ParamSet, model: str, wave_end: str = "ours") -> dict:
