@@ -175,6 +175,10 @@ def build(config: KernelConfig, arch: str, *, use_cache: bool = True, cache: Pat
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged entry is rebuilt
     cubin, log = _compile(source, options, config.key())
+    if not _RE_REGS.search(log):
+        # seen with cuda-core 1.2.0: a source compiled a second time in one process
+        # came back with an empty log; NVRTC itself always writes the ptxas report
+        cubin, log = _compile_nvrtc(source, options, config.key())
     parsed = parse_ptxas(log)
     res = Resources(dynamic_smem=dyn, threads=nthreads, **parsed)
     kernel = CompiledKernel(config, arch, cubin, res, key, log, False)
@@ -212,6 +216,35 @@ def compile_source(source: str, arch: str, name: str) -> bytes:
     except OSError:
         pass
     return cubin
+
+
+def _compile_nvrtc(source: str, options: dict, name: str) -> tuple[bytes, str]:
+    """Compile through cuda.bindings.nvrtc directly (same options as ``_compile``)."""
+    from cuda.bindings import nvrtc
+
+    def ok(result):
+        err, *rest = result if isinstance(result, tuple) else (result,)
+        if int(err) != 0:
+            raise RuntimeError(f"NVRTC error {err} for {name}")
+        return rest[0] if rest else None
+
+    prog = ok(nvrtc.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], []))
+    try:
+        opts = [f"--gpu-architecture={options['arch']}".encode(), f"--std={options['std']}".encode()]
+        opts += [f"--ptxas-options={o}".encode() for o in options.get("ptxas_options", [])]
+        err = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)[0]
+        size = int(ok(nvrtc.nvrtcGetProgramLogSize(prog)))
+        buf = b" " * (size + 2)  # never a 1-byte (interned) bytes object
+        ok(nvrtc.nvrtcGetProgramLog(prog, buf))
+        log = buf[:size].rstrip(b"\0 ").decode(errors="replace")
+        if int(err) != 0:
+            raise RuntimeError(f"NVRTC failed for {name} ({options['arch']}): {err}\n{log}")
+        csize = int(ok(nvrtc.nvrtcGetCUBINSize(prog)))
+        cbuf = b" " * (csize + 2)
+        ok(nvrtc.nvrtcGetCUBIN(prog, cbuf))
+        return bytes(cbuf[:csize]), log
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
 
 
 def _compile(source: str, options: dict, name: str) -> tuple[bytes, str]:
