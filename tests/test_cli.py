@@ -35,7 +35,7 @@ def test_predict_one_configuration_json(capsys):
                        "--tile", "128x256x64", "--model", "all", "--json")
     assert code == 0
     rows = json.loads(out)
-    assert {r["model"] for r in rows} == {"sol", "sync", "ws-stage", "ws-persistent"}
+    assert {r["model"] for r in rows} == {"sol", "sync", "ws-stage", "ws-persistent", "ws-pipelined"}
     sol = next(r for r in rows if r["model"] == "sol")["predicted_us"]
     for r in rows:
         assert r["predicted_us"] >= sol * 0.999  # nothing beats the speed of light

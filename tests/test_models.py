@@ -52,7 +52,7 @@ def close(a, b, rel=1e-9):
 
 
 def test_registry_names_and_unknown_model():
-    assert set(MODELS) == {"sol", "sync", "ws-stage", "ws-persistent"}
+    assert set(MODELS) == {"sol", "sync", "ws-stage", "ws-persistent", "ws-pipelined"}
     for name, mod in MODELS.items():
         assert mod.NAME == name
     with pytest.raises(UserError, match="unknown model 'roofline'.*sol.*ws-persistent"):
@@ -343,6 +343,11 @@ def test_predict_mixed_table_matches_evaluate(name):
                 "sf_bytes_per_elem": np.array([0.0]), "sms": np.array([gpu.sms]),
                 "dram_bytes_per_us": np.array([gpu.dram_bytes_per_s / 1e6]),
                 "peak_flops_per_us": np.array([gpu.peak_flops(r["dtype"], r["family"] != "simt") / 1e6])}
+        if name == "ws-pipelined":  # its inputs include per-family model constants
+            scal = mod.prepare(table.filter(pl.col("m") == r["m"], pl.col("n") == r["n"], pl.col("k") == r["k"],
+                                            pl.col("family") == r["family"], pl.col("dtype") == r["dtype"],
+                                            pl.col("tile_m") == r["tile_m"], pl.col("tile_n") == r["tile_n"]).head(1),
+                               params)[1]
         ev = mod.evaluate(**{k: scal[k] for k in mod.INPUTS})
         assert ev["predicted_us"][0] == r["predicted_us"]
         assert mod.LIMITERS[ev["limiter"][0]] == r["limiter"]

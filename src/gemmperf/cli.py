@@ -169,13 +169,16 @@ def cmd_predict(a) -> int:
         table = configs.cross([shape], [cfg])
     else:
         raise UserError("predict: give --shape (one configuration) or --input CSV")
-    names = list(MODELS) if a.model == "all" else [a.model]
-    import polars as pl
+    from .predictions import predict_all
 
-    out = pl.concat(
-        [predict(table, pset, m).with_columns(pl.lit(m).alias("model")) for m in names],
-        how="diagonal_relaxed",
-    )
+    names = list(MODELS) if a.model == "all" else [a.model]
+    correction = None
+    if a.corrected:
+        from .fit.residual import load_correction
+
+        correction = load_correction(RESULTS, gpu.slug)
+        names = [n for n in names if n != "ws-pipelined"] if a.model == "all" else []
+    out = predict_all(table, pset, names, correction)
     if a.output:
         out.write_csv(a.output)
         print(f"wrote {out.height} predictions to {a.output}", file=sys.stderr)
@@ -228,10 +231,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("predict", help="predict kernel time for one configuration or a CSV of them")
     _add_config_flags(p, shape_required=False)
     _add_gpu_flags(p)
-    p.add_argument("--model", default="ws-stage", help="sol, sync, ws-stage, ws-persistent, or all")
+    p.add_argument("--model", default="ws-pipelined",
+                   help="sol, sync, ws-stage, ws-persistent, ws-pipelined, or all (default ws-pipelined)")
     p.add_argument("--input", help="CSV of configurations (m,n,k + config columns)")
     p.add_argument("--output", help="CSV to write (default: print)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--corrected", action="store_true",
+                   help="ws-pipelined with the residual correction of results/<gpu>/correction.json")
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("simulate", help="the ws-stage event timeline of one configuration")

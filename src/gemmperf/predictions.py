@@ -28,9 +28,25 @@ def candidate_table(shapes: list[Shape], gpu: GPU, families: list[str], dtype: s
     return pl.concat(frames, how="vertical_relaxed")
 
 
-def predict_all(table: pl.DataFrame, pset: ParamSet, models: list[str]) -> pl.DataFrame:
-    """All models on one table, stacked long with a ``model`` column."""
+CORRECTED = "ws-pipelined+residual"
+
+
+def corrected(table: pl.DataFrame, pset: ParamSet, correction) -> pl.DataFrame:
+    """ws-pipelined with the learned residual correction applied (predicted_us corrected)."""
+    from .models import predict
+
+    out = correction(predict(table, pset, "ws-pipelined"))
+    return out.with_columns(
+        pl.col("predicted_us").alias("uncorrected_us"), pl.col("corrected_us").alias("predicted_us")
+    )
+
+
+def predict_all(table: pl.DataFrame, pset: ParamSet, models: list[str], correction=None) -> pl.DataFrame:
+    """All models on one table, stacked long with a ``model`` column; with a
+    ``correction``, also the corrected ws-pipelined model."""
     from .models import predict
 
     out = [predict(table, pset, m).with_columns(pl.lit(m).alias("model")) for m in models]
+    if correction is not None:
+        out.append(corrected(table, pset, correction).with_columns(pl.lit(CORRECTED).alias("model")))
     return pl.concat(out, how="diagonal_relaxed")

@@ -33,14 +33,23 @@ def shipped(gpu, name):
     return f"results/{gpu}/shipped/{name}"
 
 
-def measurements(wildcards):
+def measurement_path(gpu, testlist):
     """The measured table of one testlist: collected here, shipped, or none."""
-    g = PLAN.gpus[wildcards.gpu]
-    if wildcards.testlist not in g.testlists_measured:
+    g = PLAN.gpus[gpu]
+    if testlist not in g.testlists_measured:
         return []
     if g.source == "measure":
-        return f"results/{g.slug}/measurements/{wildcards.testlist}.csv"
-    return shipped(g.slug, f"measurements/{wildcards.testlist}.csv")
+        return f"results/{gpu}/measurements/{testlist}.csv"
+    return shipped(gpu, f"measurements/{testlist}.csv")
+
+
+def measurements(wildcards):
+    return measurement_path(wildcards.gpu, wildcards.testlist)
+
+
+def all_measurements(wildcards):
+    g = PLAN.gpus[wildcards.gpu]
+    return [measurement_path(wildcards.gpu, t) for t in g.testlists_measured]
 
 
 def microbench(wildcards):
@@ -68,4 +77,6 @@ def all_outputs():
     out = ["results/index.html"]
     for gpu in GPUS:
         out.append(f"results/{gpu}/report/index.html")
+        if PLAN.gpus[gpu].testlists_measured:
+            out.append(f"results/{gpu}/accuracy.json")
     return out

@@ -6,6 +6,11 @@ rule predict:
         params="results/{gpu}/params.json",
         testlist=testlist_path,
         measurements=measurements,
+        correction=lambda w: (
+            f"results/{w.gpu}/correction.json"
+            if config["residual"] and gpu_plan(w).testlists_measured
+            else []
+        ),
     params:
         models=config["models"],
         overrides=config["model_params"],

@@ -21,6 +21,11 @@ else:
     shapes = read_testlist(snakemake.input.testlist)
     table = candidate_table(shapes, gpu, snakemake.params.families, snakemake.params.dtype)
     print(f"no measurements: {table.height} legal configurations of {len(shapes)} shapes")
-preds = predict_all(table, pset, snakemake.params.models)
+correction = None
+if snakemake.input.correction:
+    from gemmperf.fit.residual import Correction
+
+    correction = Correction.load(snakemake.input.correction)
+preds = predict_all(table, pset, snakemake.params.models, correction)
 preds.write_parquet(snakemake.output[0])
 print(f"wrote {preds.height} predictions")
