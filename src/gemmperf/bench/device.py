@@ -6,17 +6,24 @@ import shutil
 import subprocess
 
 
-def sm_clock_mhz(index: int = 0) -> float | None:
-    """Current SM clock through NVML (nvidia-ml-py) when available, else nvidia-smi."""
-    try:
+_NVML: dict = {}
+
+
+def _nvml_handle(index: int):
+    """NVML initialised once per process (nvmlInit costs tens of milliseconds)."""
+    if index not in _NVML:
         import pynvml
 
         pynvml.nvmlInit()
-        try:
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            return float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
-        finally:
-            pynvml.nvmlShutdown()
+        _NVML[index] = (pynvml, pynvml.nvmlDeviceGetHandleByIndex(index))
+    return _NVML[index]
+
+
+def sm_clock_mhz(index: int = 0) -> float | None:
+    """Current SM clock through NVML (nvidia-ml-py) when available, else nvidia-smi."""
+    try:
+        pynvml, handle = _nvml_handle(index)
+        return float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
     except Exception:
         pass
     if shutil.which("nvidia-smi"):

@@ -96,14 +96,17 @@ def _verify(r: GemmRunner, samples: int, exhaustive: bool | None, seed: int | No
             return VerifyResult(False, 0.0, f"{mode} wrote {touched} elements of C")
         return VerifyResult(True, 0.0, f"C untouched ({what})")
 
-    cval = decode(craw, r.out_dtype)
-    unwritten = int(np.sum(craw == poison))
-    nonfinite = int(np.sum(~np.isfinite(cval)))
+    # checks over all of C work on the bit patterns: decoding C to float64 would cost
+    # more than the kernel for large shapes
+    exp_mask = {2: 0x7F80 if r.out_dtype == "bf16" else 0x7C00, 4: 0x7F800000}[r.osize]
+    unwritten = int(np.count_nonzero(craw == poison))
+    nonfinite = int(np.count_nonzero((craw & exp_mask) == exp_mask))
     if unwritten or nonfinite:
         return VerifyResult(False, float("nan"),
                             f"{unwritten} elements never written, {nonfinite} not finite ({what})")
     if mode == "epilogue-only":
-        nz = int(np.sum(cval != 0))
+        sign_off = 0x7FFF if r.osize == 2 else 0x7FFFFFFF
+        nz = int(np.count_nonzero(craw & sign_off))  # +0 and -0 are both zero
         return VerifyResult(nz == 0, 0.0, f"{nz} non-zero elements" if nz else f"zeros ({what})")
     if mode == "math-only":
         return VerifyResult(True, 0.0, f"written and finite ({what})")
