@@ -1,10 +1,16 @@
+# Z3-optimal tilings per shape and family; with measurements, the measured time of the
+# choice, the measured best configuration and the regret.
 rule optimize:
     output:
         "results/{gpu}/tilings/{testlist}.csv",
     input:
-        predictions="results/{gpu}/predictions/{testlist}.parquet",
+        hardware="results/{gpu}/hardware.json",
+        params="results/{gpu}/params.json",
+        testlist=testlist_path,
+        measurements=measurements,
     params:
-        model="ws-stage",
+        model=config["optimize"]["model"],
+        families=config["families"],
     log:
         "logs/{gpu}/optimize/{testlist}.log",
     script:

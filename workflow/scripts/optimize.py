@@ -1,13 +1,20 @@
-"""Write results/{gpu}/tilings/{testlist}.csv: the best predicted configuration per shape."""
+"""Write results/{gpu}/tilings/{testlist}.csv: Z3-optimal configuration per shape and family."""
 import sys
 
-import polars as pl
-
-from gemmperf.optimize.exhaustive import best_per_shape
+from gemmperf.hardware import load_gpu
+from gemmperf.optimize.tilings import mean_regret, read_measurements, tilings_table
+from gemmperf.params import ParamSet
+from gemmperf.problem import read_testlist
 
 sys.stdout = sys.stderr = open(snakemake.log[0], "w")
-preds = pl.read_parquet(snakemake.input.predictions)
-best = best_per_shape(preds, snakemake.params.model, by=["family"])
-keep = [c for c in best.columns if not c.endswith("_us") or c in ("predicted_us", "runner_up_us")]
-best.select(keep).write_csv(snakemake.output[0])
-print(f"{best.height} best configurations under {snakemake.params.model}")
+gpu = load_gpu(snakemake.input.hardware)
+pset = ParamSet.load(snakemake.input.params, gpu)
+meas = read_measurements(snakemake.input.measurements) if snakemake.input.measurements else None
+table = tilings_table(
+    read_testlist(snakemake.input.testlist), gpu, pset, snakemake.params.families,
+    snakemake.params.model, meas, space="auto",
+)
+table.write_csv(snakemake.output[0])
+print(f"{table.height} tilings under {snakemake.params.model}")
+if meas is not None:
+    print(f"mean regret: {mean_regret(table)}")
