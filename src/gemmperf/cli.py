@@ -248,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_simulate)
 
     # stage commands, each defined next to its stage
+    from . import gpuslot
     from .bench import collect, microbench
     from .fit import cli as fit_cli
     from .optimize import cli as optimize_cli
@@ -256,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     microbench.add_parser(sub)
     fit_cli.add_parser(sub)
     optimize_cli.add_parser(sub)
+    gpuslot.add_parser(sub)
     return parser
 
 
