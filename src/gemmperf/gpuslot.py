@@ -147,7 +147,7 @@ def run_on_slot(cmd: list[str], pool: list[str], slots: str | Path, timeout_s: f
     old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": slot.device}
-        print(f"gpu-slot: {' '.join(cmd[:3])} ... on GPU {slot.device} "
+        print(f"gpu-slot: {' '.join(cmd[:4])} ... on GPU {slot.device} "
               f"(pool {','.join(pool)}, host {socket.gethostname()})", file=sys.stderr, flush=True)
         try:
             child = subprocess.Popen(cmd, env=env)
