@@ -89,12 +89,12 @@ from . import common
 
 NAME = "ws-pipelined"
 LIMITERS = ("load", "l2", "math", "smem", "latency", "epilogue")
-EFFECTS = ("pipelining", "bandwidth_sharing", "l2_reuse", "smem_limit", "padding")
+EFFECTS = ("pipelining", "bandwidth_sharing", "l2_reuse", "smem_limit", "padding", "sm_load_cap")
 RASTER_CODES = {"row": 0, "column": 1, "grouped": 2}
 GROUP_M = 8  # kernels/common.py GROUP_M
 CONSTANTS = ("dram_eff_bytes_per_us", "l2_bytes_per_us", "smem_bytes_per_us", "store_bytes_per_us",
              "l2_effective_fraction", "l2_window_kblocks", "scalar_store_factor",
-             "tile_overhead_us", "cta_launch_us")
+             "tile_overhead_us", "cta_launch_us", "sm_load_bytes_per_us")
 INPUTS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n",
           "persistent", "raster", "in_bytes", "out_bytes", "sf_bytes_per_elem", "sms", "l2_bytes",
           "t_init_us", "t_epilogue_us", "load_bytes_per_us", "load_latency_us",
@@ -115,6 +115,7 @@ def default_constants(gpu) -> dict[str, float]:
         "scalar_store_factor": 4.0,  # 2-byte stores instead of 16-byte ones
         "tile_overhead_us": 0.05,  # persistent: per-tile scheduling and zeroing
         "cta_launch_us": 0.5,  # non-persistent: CTA start, barrier init, tensormap prefetch
+        "sm_load_bytes_per_us": 48.0 * clock,  # one SM's TMA box rate (L2 -> SM), zero-fill included
     }
 
 
@@ -178,7 +179,7 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
              load_bytes_per_us, load_latency_us, math_flops_per_us, math_latency_us, l2_hit_rate,
              dram_eff_bytes_per_us, l2_bytes_per_us, smem_bytes_per_us, store_bytes_per_us,
              l2_effective_fraction, l2_window_kblocks, scalar_store_factor, tile_overhead_us,
-             cta_launch_us, model_options=None, **flags) -> dict[str, np.ndarray]:
+             cta_launch_us, sm_load_bytes_per_us, model_options=None, **flags) -> dict[str, np.ndarray]:
     o = _options(model_options, flags)
     f64 = np.float64
     m, n, k = (np.asarray(x, dtype=np.int64) for x in (m, n, k))
@@ -228,7 +229,11 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
             return x + 0.0 * a, np.zeros(np.shape(x + 0.0 * a), dtype=bool)
         x_dram = a * req_eff * (1.0 - h) / dram_eff_bytes_per_us
         x_l2 = a * req_eff / l2_bytes_per_us
-        return np.maximum(x_dram, x_l2), x_l2 > x_dram
+        x = np.maximum(x_dram, x_l2)
+        if o["sm_load_cap"]:
+            # one SM's TMA path moves the whole box, zero-filled overhang included
+            x = np.maximum(x, req / sm_load_bytes_per_us)
+        return x, x_l2 > x_dram
 
     h_first = hit(np.zeros_like(tiles), first_a)
     h_last = hit(full_waves * sms, last_a)
