@@ -94,7 +94,7 @@ RASTER_CODES = {"row": 0, "column": 1, "grouped": 2}
 GROUP_M = 8  # kernels/common.py GROUP_M
 CONSTANTS = ("dram_eff_bytes_per_us", "l2_bytes_per_us", "smem_bytes_per_us", "store_bytes_per_us",
              "l2_effective_fraction", "l2_window_kblocks", "scalar_store_factor",
-             "tile_overhead_us", "cta_launch_us", "sm_load_bytes_per_us")
+             "tile_overhead_us", "cta_launch_us", "sm_load_bytes_per_us", "l2_skew_kblocks")
 INPUTS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n",
           "persistent", "raster", "in_bytes", "out_bytes", "sf_bytes_per_elem", "sms", "l2_bytes",
           "t_init_us", "t_epilogue_us", "load_bytes_per_us", "load_latency_us",
@@ -116,6 +116,7 @@ def default_constants(gpu) -> dict[str, float]:
         "tile_overhead_us": 0.05,  # persistent: per-tile scheduling and zeroing
         "cta_launch_us": 0.5,  # non-persistent: CTA start, barrier init, tensormap prefetch
         "sm_load_bytes_per_us": 48.0 * clock,  # one SM's TMA box rate (L2 -> SM), zero-fill included
+        "l2_skew_kblocks": 1.0,  # k-blocks of lag per CTA of launch-order distance
     }
 
 
@@ -157,14 +158,37 @@ def wave_panels(t0, a, tiles_m, tiles_n, raster):
     return np.minimum(r_m, tiles_m), np.minimum(r_n, tiles_n)
 
 
+def reuse_distance(tiles_m, tiles_n, raster):
+    """Launch-order distance between consecutive users of one A panel (d_m) and one B panel (d_n).
+
+    row raster: A shared by neighbours (1), B by the next tile row (tiles_n); column:
+    transposed; grouped: B by neighbours in a group column (1), A by the next column of
+    the group (rows of the group, <= GROUP_M)."""
+    grp = np.maximum(np.minimum(GROUP_M, tiles_m), 1)
+    d_m = np.select([raster == 0, raster == 1], [np.ones_like(tiles_m), tiles_m], grp)
+    d_n = np.select([raster == 0, raster == 1], [tiles_n, np.ones_like(tiles_n)], np.ones_like(tiles_n))
+    return d_m, d_n
+
+
 def wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_bytes, l2e,
-                window_kblocks, m, n, k, s):
-    """The wave's estimated L2 hit rate (effect 1)."""
+                  window_kblocks, m, n, k, s, skew_kblocks=0.0):
+    """The wave's estimated L2 hit rate (effect 1).
+
+    Per operand: a wave of a CTAs touching r distinct panels hits on a - r of its a panel
+    reads, provided the panel's k-block is still in L2 when the next user asks for it.
+    Users d CTAs apart in launch order run skew_kblocks * d k-blocks apart, during which
+    the wave streams its unique bytes per k-block; the hit share decays as
+        f(d) = min(1, L2e / (unique * TK * b * (window_kblocks + skew_kblocks * d))).
+    With skew_kblocks = 0 both operands share the plain window (the original estimate)."""
     r_m, r_n = wave_panels(t0, a, tiles_m, tiles_n, raster)
+    a1 = np.maximum(a, 1)
     unique = r_m * tile_m + r_n * tile_n
-    h0 = 1.0 - unique / (np.maximum(a, 1) * (tile_m + tile_n))
-    window = unique * tile_k * in_bytes * window_kblocks
-    h = np.clip(h0, 0.0, 1.0) * np.minimum(1.0, l2e / window)
+    per_kblock = unique * tile_k * in_bytes
+    d_m, d_n = reuse_distance(tiles_m, tiles_n, raster)
+    f_m = np.minimum(1.0, l2e / (per_kblock * (window_kblocks + skew_kblocks * d_m)))
+    f_n = np.minimum(1.0, l2e / (per_kblock * (window_kblocks + skew_kblocks * d_n)))
+    hits = (a1 - r_m) * tile_m * f_m + (a1 - r_n) * tile_n * f_n
+    h = np.clip(hits / (a1 * (tile_m + tile_n)), 0.0, 1.0)
     fits = (m + n) * k * in_bytes <= l2e
     tiles = tiles_m * tiles_n
     compulsory = 1.0 - (m + n) * k / (tiles * (tile_m + tile_n) * s * tile_k)
@@ -179,7 +203,7 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
              load_bytes_per_us, load_latency_us, math_flops_per_us, math_latency_us, l2_hit_rate,
              dram_eff_bytes_per_us, l2_bytes_per_us, smem_bytes_per_us, store_bytes_per_us,
              l2_effective_fraction, l2_window_kblocks, scalar_store_factor, tile_overhead_us,
-             cta_launch_us, sm_load_bytes_per_us, model_options=None, **flags) -> dict[str, np.ndarray]:
+             cta_launch_us, sm_load_bytes_per_us, l2_skew_kblocks, model_options=None, **flags) -> dict[str, np.ndarray]:
     o = _options(model_options, flags)
     f64 = np.float64
     m, n, k = (np.asarray(x, dtype=np.int64) for x in (m, n, k))
@@ -220,7 +244,7 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
         if not o["l2_reuse"]:
             return np.broadcast_to(np.asarray(l2_hit_rate, dtype=f64), np.shape(a)) + 0.0 * a
         return wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_bytes, l2e,
-                              l2_window_kblocks, m, n, k, s)
+                              l2_window_kblocks, m, n, k, s, l2_skew_kblocks)
 
     def stage_load(a, h):
         """(per-k-block transfer time of one CTA, whether the L2 term binds)."""
