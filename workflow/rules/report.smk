@@ -1,14 +1,76 @@
+# Reports: seven linked offline HTML pages per GPU (results/{gpu}/report/), PNGs of the
+# key charts, and results/index.html across GPUs. Every page and image is registered
+# for `snakemake --report report.zip`, one category per GPU.
+
+report: "../report/workflow.rst"
+
+REPORT_PAGES = {
+    "index": ("Overview", "overview.rst"),
+    "accuracy": ("Predicted vs measured", "accuracy.rst"),
+    "errors": ("Where the errors are", "errors.rst"),
+    "roofline": ("Roofline", "roofline.rst"),
+    "timeline": ("Timeline", "timeline.rst"),
+    "tilings": ("Tilings", "tilings.rst"),
+    "kernels": ("Kernels", "kernels.rst"),
+}
+REPORT_IMAGES = ["predicted_vs_measured", "ratio", "roofline", "timeline"]
+
+
+def kernel_speed(wildcards):
+    """benchmarks/results/kernel_speed_<prefix>.json whose prefix starts the GPU slug."""
+    for path in sorted(Path("benchmarks/results").glob("kernel_speed_*.json")):
+        if wildcards.gpu.startswith(path.stem.removeprefix("kernel_speed_")):
+            return str(path)
+    return []
+
+
+def if_measured(path):
+    return lambda w: path.format(gpu=w.gpu) if gpu_plan(w).testlists_measured else []
+
+
 rule report:
     output:
-        "results/{gpu}/report/index.html",
+        **{
+            name: report(
+                f"results/{{gpu}}/report/{name}.html",
+                caption=f"../report/{rst}",
+                category="{gpu}",
+                subcategory="pages",
+                labels={"page": title, "gpu": "{gpu}"},
+            )
+            for name, (title, rst) in REPORT_PAGES.items()
+        },
+        images=[
+            report(
+                f"results/{{gpu}}/report/img/{name}.png",
+                caption=f"../report/img_{name}.rst",
+                category="{gpu}",
+                subcategory="charts",
+                labels={"chart": name, "gpu": "{gpu}"},
+            )
+            for name in REPORT_IMAGES
+        ],
+        summary="results/{gpu}/report/summary.json",
     input:
         hardware="results/{gpu}/hardware.json",
         params="results/{gpu}/params.json",
+        predictions=expand("results/{{gpu}}/predictions/{testlist}.parquet", testlist=TESTLISTS),
         tilings=expand("results/{{gpu}}/tilings/{testlist}.csv", testlist=TESTLISTS),
+        accuracy=if_measured("results/{gpu}/accuracy.csv"),
+        out_of_sample=if_measured("results/{gpu}/out_of_sample.parquet"),
+        microbench=microbench,
+        kernel_speed=kernel_speed,
+        shipped_readme=lambda w: (
+            shipped(w.gpu, "README.md")
+            if gpu_plan(w).source == "shipped" and Path(shipped(w.gpu, "README.md")).is_file()
+            else []
+        ),
     params:
         testlists=TESTLISTS,
+        source=lambda w: gpu_plan(w).source,
         note=data_note,
         skipped=lambda w: gpu_plan(w).skipped,
+        heldout=config["heldout_testlist"],
     log:
         "logs/{gpu}/report.log",
     script:
@@ -17,11 +79,11 @@ rule report:
 
 rule index:
     output:
-        "results/index.html",
+        report("results/index.html", caption="../report/index.rst", category="All GPUs"),
     input:
-        expand("results/{gpu}/report/index.html", gpu=GPUS),
+        summaries=expand("results/{gpu}/report/summary.json", gpu=GPUS),
     params:
-        gpus={g: p.source for g, p in PLAN.gpus.items()},
+        gpus=GPUS,
     log:
         "logs/index.log",
     script:

@@ -1,17 +1,27 @@
-"""Write results/{gpu}/report/index.html."""
+"""Write results/{gpu}/report/*.html (seven linked offline pages) and the key charts' PNGs."""
 import sys
 from pathlib import Path
 
-import polars as pl
-
-from gemmperf.hardware import load_gpu
-from gemmperf.params import ParamSet
-from gemmperf.report.basic import write_basic_report
+from gemmperf.report.data import load
+from gemmperf.report.pages import write_gpu_report
 
 sys.stdout = sys.stderr = open(snakemake.log[0], "w")
-gpu = load_gpu(snakemake.input.hardware)
-pset = ParamSet.load(snakemake.input.params, gpu)
-tilings = {t: pl.read_csv(p) for t, p in zip(snakemake.params.testlists, snakemake.input.tilings)}
-write_basic_report(
-    Path(snakemake.output[0]), gpu, snakemake.params.note, snakemake.params.skipped, pset, tilings
+inp, par = snakemake.input, snakemake.params
+tl = list(par.testlists)
+data = load(
+    hardware=inp.hardware,
+    params=inp.params,
+    predictions=dict(zip(tl, inp.predictions)),
+    tilings=dict(zip(tl, inp.tilings)),
+    source=par.source,
+    note=par.note,
+    skipped=par.skipped,
+    heldout=par.heldout,
+    accuracy=inp.accuracy or None,
+    out_of_sample=inp.out_of_sample or None,
+    microbench=inp.microbench or None,
+    kernel_speed=inp.kernel_speed or None,
+    shipped_readme=inp.shipped_readme or None,
 )
+for path in write_gpu_report(data, Path(snakemake.output.index).parent, Path(snakemake.output.images[0]).parent):
+    print("wrote", path)

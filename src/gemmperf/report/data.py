@@ -1,0 +1,135 @@
+"""Everything one GPU's report reads, loaded once, plus the derived columns the pages
+share (shape class, ratio, error, arithmetic intensity)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from ..hardware import GPU
+from ..params import ParamSet
+from ..problem import DTYPE_BYTES
+
+CONFIG_COLS = ["m", "n", "k", "family", "dtype", "tile_m", "tile_n", "tile_k", "stages",
+               "cluster_m", "cluster_n", "persistent", "raster"]
+
+
+@dataclass
+class ReportData:
+    gpu: GPU
+    pset: ParamSet
+    source: str  # measure / shipped / catalog
+    note: str
+    skipped: dict[str, str]
+    heldout: str | None
+    predictions: pl.DataFrame  # every testlist, column "testlist"
+    tilings: dict[str, pl.DataFrame]
+    accuracy: pl.DataFrame | None = None  # accuracy.csv
+    out_of_sample: pl.DataFrame | None = None
+    microbench: pl.DataFrame | None = None
+    kernel_speed: dict | None = None
+    shipped_readme: str | None = None
+    testlists: list[str] = field(default_factory=list)
+
+    @property
+    def measured(self) -> bool:
+        return "time_us" in self.predictions.columns and self.predictions["time_us"].is_not_null().any()
+
+
+def shape_class() -> pl.Expr:
+    """small, skinny, odd sizes, square, rectangular (first that applies)."""
+    m, n, k = pl.col("m"), pl.col("n"), pl.col("k")
+    lo, hi = pl.min_horizontal(m, n), pl.max_horizontal(m, n)
+    return (
+        pl.when(m * n * k <= 512**3).then(pl.lit("small (MNK <= 512^3)"))
+        .when((lo <= 64) | (hi >= 8 * lo)).then(pl.lit("skinny (min(M,N) <= 64 or 8:1)"))
+        .when((m % 64 != 0) | (n % 64 != 0) | (k % 64 != 0)).then(pl.lit("odd sizes (not multiples of 64)"))
+        .when((m == n) & (n == k)).then(pl.lit("square"))
+        .otherwise(pl.lit("rectangular"))
+    )
+
+
+def _out_bytes(dtype_col: str) -> pl.Expr:
+    return pl.col(dtype_col).replace_strict({k: float(v) for k, v in DTYPE_BYTES.items()}, default=2.0, return_dtype=pl.Float64)
+
+
+NUMERIC = ["time_us", "time_us_min", "time_us_max", "spread", "predicted_us", "max_rel_err",
+           "sm_clock_start_mhz", "sm_clock_end_mhz"]
+
+
+def with_derived(df: pl.DataFrame) -> pl.DataFrame:
+    """shape, config, class, flops, bytes, intensity; ratio and ape where measured.
+    Numeric columns read as text (a measurements CSV with empty cells) are cast back."""
+    df = df.with_columns(
+        pl.col(c).cast(pl.Float64, strict=False) for c in NUMERIC if c in df.columns and df.schema[c] == pl.String
+    )
+    out = "out_dtype" if "out_dtype" in df.columns else "dtype"
+    flops = 2.0 * pl.col("m").cast(pl.Float64) * pl.col("n") * pl.col("k")
+    nbytes = (pl.col("m").cast(pl.Float64) * pl.col("k") + pl.col("k").cast(pl.Float64) * pl.col("n")) * _out_bytes(
+        "dtype") + pl.col("m").cast(pl.Float64) * pl.col("n") * _out_bytes(out)
+    df = df.with_columns(
+        shape=pl.format("{}x{}x{}", "m", "n", "k"),
+        config=pl.format("{} {} {}x{}x{} s{} c{}x{}{} {}", "family", "dtype", "tile_m", "tile_n", "tile_k",
+                         "stages", "cluster_m", "cluster_n",
+                         pl.when(pl.col("persistent").cast(pl.Boolean)).then(pl.lit(" persistent")).otherwise(pl.lit("")),
+                         "raster"),
+        shape_class=shape_class(),
+        flops=flops,
+        bytes=nbytes,
+    ).with_columns(intensity=pl.col("flops") / pl.col("bytes"))
+    if "time_us" in df.columns and "predicted_us" in df.columns:
+        df = df.with_columns(
+            ratio=pl.col("predicted_us") / pl.col("time_us"),
+            ape_pct=(pl.col("predicted_us") / pl.col("time_us") - 1).abs() * 100,
+            tflops=pl.col("flops") / pl.col("time_us") / 1e6,
+        )
+    return df
+
+
+def load(
+    hardware: str | Path,
+    params: str | Path,
+    predictions: dict[str, str | Path],
+    tilings: dict[str, str | Path],
+    source: str,
+    note: str,
+    skipped: dict[str, str],
+    heldout: str | None = None,
+    accuracy: str | Path | None = None,
+    out_of_sample: str | Path | None = None,
+    microbench: str | Path | None = None,
+    kernel_speed: str | Path | None = None,
+    shipped_readme: str | Path | None = None,
+) -> ReportData:
+    from ..hardware import load_gpu
+
+    gpu = load_gpu(hardware)
+    pset = ParamSet.load(params, gpu)
+    frames = [pl.read_parquet(p).with_columns(testlist=pl.lit(t)) for t, p in predictions.items()]
+    preds = with_derived(pl.concat(frames, how="diagonal_relaxed")) if frames else pl.DataFrame()
+    if "time_us" in preds.columns and heldout:
+        preds = preds.with_columns(
+            split=pl.when(pl.col("testlist") == heldout).then(pl.lit("held out")).otherwise(pl.lit("fitted on"))
+        )
+    oos = None
+    if out_of_sample:
+        oos = with_derived(pl.read_parquet(out_of_sample))
+    return ReportData(
+        gpu=gpu,
+        pset=pset,
+        source=source,
+        note=note,
+        skipped=dict(skipped),
+        heldout=heldout,
+        predictions=preds,
+        tilings={t: pl.read_csv(p, infer_schema_length=10000) for t, p in tilings.items()},
+        accuracy=pl.read_csv(accuracy) if accuracy else None,
+        out_of_sample=oos,
+        microbench=pl.read_csv(microbench, infer_schema_length=10000) if microbench else None,
+        kernel_speed=json.loads(Path(kernel_speed).read_text()) if kernel_speed else None,
+        shipped_readme=Path(shipped_readme).read_text() if shipped_readme else None,
+        testlists=list(predictions),
+    )

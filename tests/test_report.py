@@ -1,0 +1,101 @@
+"""The HTML report: offline pages (no network reference), the nothing-measured case,
+captions on every chart, and the page set, built straight from the library."""
+
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from gemmperf.hardware import CATALOG
+from gemmperf.params import ParamSet
+from gemmperf.predictions import candidate_table, predict_all
+from gemmperf.problem import Shape
+from gemmperf.report.basic import write_index
+from gemmperf.report.data import ReportData, with_derived
+from gemmperf.report.pages import IMAGES, NAV, build_pages, readme_block, write_gpu_report
+
+REMOTE = re.compile(r"""<(script|link|img|iframe)[^>]*\b(src|href)\s*=\s*["']?(https?:)?//""", re.I)
+SHIPPED = Path(__file__).resolve().parent.parent / "results" / "h100-sxm5-80gb"
+
+
+def catalog_data() -> ReportData:
+    """A GPU with nothing measured: catalog descriptor, default parameters, predictions only."""
+    gpu = CATALOG["h100-sxm5-80gb"]
+    pset = ParamSet(gpu)
+    shapes = [Shape(256, 256, 256, "bf16"), Shape(1, 4096, 4096, "bf16")]
+    table = candidate_table(shapes, gpu, ["ws-hopper", "simt"], "bf16")
+    preds = with_derived(predict_all(table, pset, ["sol", "ws-stage", "ws-persistent"]).with_columns(testlist=pl.lit("tiny")))
+    note = "No measurements: the GPU descriptor comes from the catalog; nothing here was measured."
+    return ReportData(gpu=gpu, pset=pset, source="catalog", note=note, skipped={"collect": "no GPU"},
+                      heldout="tiny", predictions=preds, tilings={"tiny": pl.DataFrame()}, testlists=["tiny"])
+
+
+def check_offline(path: Path) -> str:
+    text = path.read_text()
+    assert not REMOTE.search(text), f"{path.name} loads something from the network"
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text
+    return text
+
+
+def test_nothing_measured_still_builds_every_page_and_says_so(tmp_path):
+    out = tmp_path / "report"
+    written = write_gpu_report(catalog_data(), out, out / "img")
+    names = {p.name for p in written}
+    assert {f for f, _ in NAV} <= names and {f"{i}.png" for i in IMAGES} <= names
+    for f, _ in NAV:
+        text = check_offline(out / f)
+        assert "Nothing was measured" in text or f in ("timeline.html", "tilings.html"), f
+    overview = (out / "index.html").read_text()
+    assert "nothing here was measured" in overview and "Stages skipped" in overview
+    # the timeline works on predictions alone (the simulator needs no measurement)
+    assert "chart1" in (out / "timeline.html").read_text()
+    for i in IMAGES:
+        assert (out / "img" / f"{i}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["source"] == "catalog" and summary["measured_configurations"] == 0 and "best" not in summary
+
+
+def test_every_chart_has_a_caption_and_the_js_is_inlined_once(tmp_path):
+    for page in build_pages(catalog_data()):
+        html = page.render(NAV, "t")
+        charts = re.findall(r"<div class=chart id=(chart\d+)></div><figcaption>([^<]+)</figcaption>", html)
+        assert len(charts) == len(page.specs), page.name
+        assert all(len(c) > 40 for _, c in charts), page.name
+        if page.specs:
+            assert html.count("window.vegaEmbed=") == 1, page.name
+
+
+def test_index_links_every_gpu_page(tmp_path):
+    s = {"slug": "x", "name": "GPU X", "source": "catalog", "note": "nothing measured", "measured_configurations": 0}
+    write_index(tmp_path / "index.html", {"x": s})
+    text = check_offline(tmp_path / "index.html")
+    for f, _ in NAV:
+        assert f"x/report/{f}" in text
+
+
+def test_readme_block_prints_the_persistent_breakdown_like_the_readme():
+    r = dict(m=4096, n=4096, k=16384, testlist="t", split="held out", family="ws-hopper", dtype="bf16", tile_m=128,
+             tile_n=64, tile_k=64, stages=4, cluster_m=2, cluster_n=1, persistent=True, raster="row", ratio=1.67,
+             predicted_us=376.16, time_us=225.28, setup_us=6.15, first_dma_us=0.104, limiter="dma",
+             wave_dma_us=26.64, wave_math_us=6.30, wave_epilogue_us=1.36, last_wave_dma_us=22.32,
+             last_wave_math_us=6.30, last_wave_epilogue_us=1.27)
+    text = readme_block(r)
+    for line in ("MNK 4096 4096 16384", "CTA (128 64)", "CLUSTER (2 1)", "RATIO: 1.67", "PROLOGUE",
+                 "    Overhead: 6.15", "MAINLOOP", "    Limiter: DMA", "    Last Wave"):
+        assert line in text
+
+
+@pytest.mark.skipif(not (SHIPPED / "report" / "summary.json").is_file(),
+                    reason="run `snakemake --cores all` first: no generated report for the shipped H100 data")
+def test_generated_h100_report_is_offline_and_complete():
+    report = SHIPPED / "report"
+    for f, _ in NAV:
+        text = check_offline(report / f)
+        assert len(text) < 8_000_000, f"{f} is {len(text)} bytes"
+    acc = (report / "accuracy.html").read_text()
+    assert "ws-pipelined+residual" in acc and "predicted / measured" in acc
+    summary = json.loads((report / "summary.json").read_text())
+    assert summary["source"] in ("shipped", "measure") and summary["measured_configurations"] > 0
+    assert "heldout" in summary["best"]
