@@ -138,9 +138,10 @@ def claim(pool: list[str], slots: str | Path, timeout_s: float = 0.0, poll_s: fl
 def run_on_slot(cmd: list[str], pool: list[str], slots: str | Path, timeout_s: float = 0.0) -> int:
     """Run ``cmd`` on one claimed device; returns its exit status."""
     slot = claim(pool, slots, timeout_s)
-    child = None
+    child, cancelled = None, []
 
     def forward(signum, _frame):  # Snakemake cancels jobs with SIGTERM
+        cancelled.append(signum)
         if child is not None and child.poll() is None:
             child.send_signal(signum)
 
@@ -149,11 +150,16 @@ def run_on_slot(cmd: list[str], pool: list[str], slots: str | Path, timeout_s: f
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": slot.device}
         print(f"gpu-slot: {' '.join(cmd[:4])} ... on GPU {slot.device} "
               f"(pool {','.join(pool)}, host {socket.gethostname()})", file=sys.stderr, flush=True)
+        if cancelled:
+            return 128 + cancelled[0]
         try:
             child = subprocess.Popen(cmd, env=env)
         except OSError as err:
             raise UserError(f"gpu-slot: cannot run {cmd[0]!r}: {err}") from None
-        return child.wait()
+        if cancelled and child.poll() is None:  # a signal between the check and Popen
+            child.send_signal(cancelled[0])
+        code = child.wait()
+        return 128 - code if code < 0 else code
     finally:
         for s, h in old.items():
             signal.signal(s, h)

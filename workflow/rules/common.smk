@@ -2,8 +2,8 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
+from gemmperf.codehash import code_hash
 from gemmperf.plan import make_plan
-
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 
@@ -19,6 +19,12 @@ onstart:
 wildcard_constraints:
     gpu="|".join(GPUS),
     testlist="|".join(TESTLISTS),
+
+
+def code_version(stage):
+    """A hash of the gemmperf files ``stage`` runs: put it in a rule's params so that
+    editing the library reruns that stage (gemmperf.codehash.STAGE_CODE)."""
+    return code_hash(stage)
 
 
 def gpu_plan(wildcards):

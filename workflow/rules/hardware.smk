@@ -1,13 +1,18 @@
+# The descriptor's identity (name, driver, SMs, maximum clocks, memory, L2: see
+# gemmperf.plan.IDENTITY_FIELDS) is a param, so a new driver or a different card under
+# the same slug reruns hardware and everything measured after it; the clocks a card
+# happens to run at are not part of it.
 rule hardware:
-    output:
-        "results/{gpu}/hardware.json",
     input:
         shipped=lambda w: (
             shipped(w.gpu, "hardware.json") if gpu_plan(w).source == "shipped" else []
         ),
-    params:
-        source=lambda w: gpu_plan(w).source,
+    output:
+        "results/{gpu}/hardware.json",
     log:
         "logs/{gpu}/hardware.log",
+    params:
+        source=lambda w: gpu_plan(w).source,
+        identity=lambda w: gpu_plan(w).identity,
     script:
         "../scripts/hardware.py"

@@ -1,29 +1,37 @@
 # Measurements need the local GPU; GPUs with shipped data use those files instead.
+# Each GPU job takes resources gpu=1 (the profile caps the node's total) and runs under
+# `gemmperf gpu-slot`, which claims one free GPU of the node and pins the job to it
+# (CUDA_VISIBLE_DEVICES), so N shards run at once on N GPUs, never two on one.
 
 
 rule microbench:
-    output:
-        "results/{gpu}/microbench.csv",
     input:
         hardware="results/{gpu}/hardware.json",
+    output:
+        "results/{gpu}/microbench.csv",
+    log:
+        "logs/{gpu}/microbench.log",
+    resources:
+        gpu=1,
     params:
         families=",".join(config["families"]),
         dtype=config["dtype"],
-    resources:
-        gpu=1,
-    log:
-        "logs/{gpu}/microbench.log",
+        code=code_version("microbench"),
     shell:
-        "gemmperf microbench --gpu {input.hardware} --out {output}"
+        "gemmperf gpu-slot -- gemmperf microbench --gpu {input.hardware} --out {output}"
         " --families {params.families} --dtype {params.dtype} > {log} 2>&1"
 
 
 rule collect_shard:
-    output:
-        "results/{gpu}/measurements/shards/{testlist}.{shard}-of-{shards}.csv",
     input:
         hardware="results/{gpu}/hardware.json",
         testlist=testlist_path,
+    output:
+        "results/{gpu}/measurements/shards/{testlist}.{shard}-of-{shards}.csv",
+    log:
+        "logs/{gpu}/collect/{testlist}.{shard}-of-{shards}.log",
+    resources:
+        gpu=1,
     params:
         families=",".join(config["families"]),
         dtype=config["dtype"],
@@ -31,20 +39,15 @@ rule collect_shard:
         warm_l2="--warm-l2" if config["collect"]["warm_l2"] else "",
         rel_spread=config["collect"]["rel_spread"],
         max_seconds=config["collect"]["max_seconds"],
-    resources:
-        gpu=1,
-    log:
-        "logs/{gpu}/collect/{testlist}.{shard}-of-{shards}.log",
+        code=code_version("collect"),
     shell:
-        "gemmperf collect --gpu {input.hardware} --testlist {input.testlist}"
+        "gemmperf gpu-slot -- gemmperf collect --gpu {input.hardware} --testlist {input.testlist}"
         " --out {output} --families {params.families} --dtype {params.dtype} --preset {params.preset}"
         " --shard {wildcards.shard}/{wildcards.shards} {params.warm_l2}"
         " --rel-spread {params.rel_spread} --max-seconds {params.max_seconds} > {log} 2>&1"
 
 
 rule merge_shards:
-    output:
-        "results/{gpu}/measurements/{testlist}.csv",
     input:
         lambda w: expand(
             "results/{gpu}/measurements/shards/{testlist}.{shard}-of-{shards}.csv",
@@ -53,7 +56,11 @@ rule merge_shards:
             shard=range(config["collect"]["shards"]),
             shards=config["collect"]["shards"],
         ),
+    output:
+        "results/{gpu}/measurements/{testlist}.csv",
     log:
         "logs/{gpu}/merge/{testlist}.log",
+    params:
+        code=code_version("merge"),
     script:
         "../scripts/merge_shards.py"

@@ -3,13 +3,19 @@ import json
 import shutil
 import sys
 
-from gemmperf.hardware import get_gpu, probe
+from gemmperf.hardware import get_gpu
+from gemmperf.plan import identity, local_probe
 
 sys.stdout = sys.stderr = open(snakemake.log[0], "w")
 out, source = snakemake.output[0], snakemake.params.source
 if source == "measure":
-    gpu = probe()
+    gpu = local_probe()
     print(f"probed {gpu.name}: {gpu.sms} SMs, driver {gpu.driver}")
+    if identity(gpu) != snakemake.params.identity:
+        raise SystemExit(
+            f"the GPU changed since the workflow started: {snakemake.params.identity} "
+            f"-> {identity(gpu)}; run snakemake again"
+        )
     open(out, "w").write(json.dumps(gpu.to_dict(), indent=2) + "\n")
 elif source == "shipped":
     shutil.copyfile(snakemake.input.shipped, out)
