@@ -1,0 +1,301 @@
+"""Incremental reruns: after a full run Snakemake reruns exactly what a change touches.
+
+Each test runs the real workflow (`snakemake -s <repo>/Snakefile -d <tmp>`) on a small
+config: two short testlists whose measurements are the shipped H100 rows of their
+shapes, copied into a temporary results/<gpu>/shipped/ folder. What would rerun is read
+from a dry run (`-n --quiet rules`), never by running GPU jobs.
+
+The "measured GPU" tests stand in for a GPU with two test hooks: GEMMPERF_FAKE_GPU (a
+descriptor JSON that plan.local_probe() returns instead of probing) and a fake
+`gemmperf` first on PATH that answers `gpu-slot`, `collect` and `microbench` from the
+shipped rows (everything else goes to the real command line).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+SNAKEMAKE = shutil.which("snakemake")
+pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")
+
+REPO = Path(__file__).resolve().parent.parent
+SLUG = "h100-sxm5-80gb"
+SHIPPED = REPO / "results" / SLUG / "shipped"
+LISTS = {  # testlist -> (source testlist, shapes)
+    "grid": ("paper-grid", [(256, 256, 256), (512, 1024, 384), (1024, 1024, 1024), (768, 128, 640),
+                            (384, 896, 512), (1024, 256, 896)]),
+    "held": ("llm", None),  # first 3 shapes of llm
+}
+JOB_LINE = re.compile(r"^\s*(\w+)\s+(\d+)\s*$")
+
+
+def _rows(testlist: str, shapes) -> tuple[list[str], list[dict], list[tuple]]:
+    with (SHIPPED / "measurements" / f"{testlist}.csv").open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        rows = list(reader)
+    if shapes is None:
+        shapes = list(dict.fromkeys((int(r["m"]), int(r["n"]), int(r["k"])) for r in rows))[:3]
+    keep = [r for r in rows if (int(r["m"]), int(r["n"]), int(r["k"])) in set(shapes)]
+    return reader.fieldnames, keep, shapes
+
+
+def write_shipped(results: Path, slug: str, hardware: dict | None = None) -> None:
+    """A small shipped folder: the H100's rows of the test shapes (optionally relabelled)."""
+    sd = results / slug / "shipped"
+    (sd / "measurements").mkdir(parents=True)
+    hw = json.loads((SHIPPED / "hardware.json").read_text())
+    hw.update(hardware or {}, slug=slug)
+    (sd / "hardware.json").write_text(json.dumps(hw, indent=2))
+    shutil.copyfile(SHIPPED / "microbench.csv", sd / "microbench.csv")
+    for name, (source, shapes) in LISTS.items():
+        fields, rows, _ = _rows(source, shapes)
+        with (sd / "measurements" / f"{name}.csv").open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fields)
+            w.writeheader()
+            w.writerows({**r, "gpu": slug} for r in rows)
+
+
+FAKE_GEMMPERF = """#!{python}
+# Test double of a GPU for the workflow: collect and microbench answer from the shipped
+# rows; gpu-slot runs its command; everything else is the real gemmperf.
+import csv, os, shutil, sys
+args = sys.argv[1:]
+if args[:1] == ["gpu-slot"]:
+    cmd = args[args.index("--") + 1:]
+    os.execvp(cmd[0], cmd)
+opts = dict(zip(args[1::2], args[2::2])) if args[:1] in (["collect"], ["microbench"]) else None
+if opts is not None and args[0] == "microbench":
+    shutil.copyfile({shipped!r} + "/microbench.csv", opts["--out"])
+    sys.exit(0)
+if opts is not None:
+    name = os.path.basename(opts["--testlist"])[:-4]
+    i, n = map(int, opts["--shard"].split("/"))
+    src = os.path.join(os.path.dirname(os.path.dirname(opts["--testlist"])), "fake-rows", name + ".csv")
+    with open(src, newline="") as fh:
+        reader = csv.DictReader(fh)
+        rows = list(reader)
+    shapes = list(dict.fromkeys((r["m"], r["n"], r["k"]) for r in rows))[i::n]
+    with open(opts["--out"], "w", newline="") as fh:
+        w = csv.DictWriter(fh, reader.fieldnames)
+        w.writeheader()
+        w.writerows(r for r in rows if (r["m"], r["n"], r["k"]) in shapes)
+    sys.exit(0)
+from gemmperf.cli import main
+sys.exit(main(args))
+"""
+
+
+class Workflow:
+    def __init__(self, root: Path):
+        self.root = root
+        self.env = dict(os.environ)
+
+    @property
+    def config(self) -> dict:
+        return yaml.safe_load((self.root / "test-config.yaml").read_text())
+
+    @config.setter
+    def config(self, cfg: dict) -> None:
+        (self.root / "test-config.yaml").write_text(yaml.safe_dump(cfg))
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(self.root), "--cores", "2",
+               "--configfile", str(self.root / "test-config.yaml"), *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=self.env)
+        if check:
+            assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+        return proc
+
+    def pending(self) -> dict[str, int]:
+        """Rule -> job count that a dry run would run now."""
+        out = self.run("-n", "--quiet", "rules")
+        text = out.stdout + out.stderr
+        if "Nothing to be done" in text:
+            return {}
+        jobs = {}
+        for line in text.splitlines():
+            m = JOB_LINE.match(line)
+            if m and m.group(1) not in ("total", "count", "job"):
+                jobs[m.group(1)] = int(m.group(2))
+        assert jobs, text[-3000:]
+        return jobs
+
+
+def make_workflow(root: Path) -> Workflow:
+    shutil.copytree(REPO / "config", root / "config")
+    lists = root / "lists"
+    lists.mkdir()
+    for name, (source, shapes) in LISTS.items():
+        _, _, shapes = _rows(source, shapes)
+        (lists / f"{name}.csv").write_text("m,n,k\n" + "".join(f"{m},{n},{k}\n" for m, n, k in shapes))
+    w = Workflow(root)
+    w.config = {
+        "probe": False,
+        "gpus": ["auto"],
+        "testlists": list(LISTS),
+        "heldout_testlist": "held",
+        "testlist_dir": str(lists),
+        "families": ["ws-hopper"],
+        "models": ["sol", "ws-stage", "ws-persistent"],
+        "collect": {"shards": 2, "presets": {"grid": "paper"}},
+    }
+    return w
+
+
+def clone(base: Workflow, root: Path) -> Workflow:
+    """A copy of a finished run (files, times and Snakemake's records) for one test."""
+    shutil.copytree(base.root, root, symlinks=True, dirs_exist_ok=True)
+    w = Workflow(root)
+    w.env = {k: v.replace(str(base.root), str(root)) for k, v in base.env.items()}
+    return w
+
+
+@pytest.fixture(scope="module")
+def shipped_base(tmp_path_factory) -> Workflow:
+    """One full run on a small shipped set (about a minute), shared by the tests."""
+    wf = make_workflow(tmp_path_factory.mktemp("shipped"))
+    write_shipped(wf.root / "results", SLUG)
+    wf.run()
+    assert wf.pending() == {}
+    return wf
+
+
+@pytest.fixture
+def shipped_wf(shipped_base, tmp_path) -> Workflow:
+    return clone(shipped_base, tmp_path / "wf")
+
+
+def test_full_run_then_dry_run_has_nothing_to_do(shipped_wf):
+    assert (shipped_wf.root / "results" / SLUG / "accuracy.json").is_file()
+    assert shipped_wf.pending() == {}
+
+
+DOWNSTREAM_OF_MODELS = {"predict", "accuracy", "report", "optimize", "index", "all"}
+
+
+def _change_model_parameter(wf: Workflow) -> dict[str, int]:
+    cfg = wf.config
+    cfg["model_params"] = {"l2_hit_rate": 0.3}
+    wf.config = cfg
+    return wf.pending()
+
+
+def test_model_parameter_reruns_only_predict_residual_report_optimize(shipped_wf):
+    jobs = _change_model_parameter(shipped_wf)
+    assert jobs.get("predict") == len(LISTS) and jobs.get("report") == 1, jobs
+    assert set(jobs) <= DOWNSTREAM_OF_MODELS, jobs  # never hardware, measurements or fit
+
+
+@pytest.mark.xfail(reason="the optimize rule does not take config model_params yet "
+                   "(optimize.smk params / optimize.py overrides)", strict=False)
+def test_model_parameter_reruns_optimize(shipped_wf):
+    jobs = _change_model_parameter(shipped_wf)
+    assert jobs.get("optimize") == len(LISTS), jobs
+
+
+def test_second_gpu_runs_only_its_own_chain(shipped_wf):
+    write_shipped(shipped_wf.root / "results", "h200-sxm-141gb",
+                  {"name": "NVIDIA H200", "memory_bytes": 150754820096, "l2_bytes": 62914560})
+    jobs = shipped_wf.pending()
+    assert jobs["hardware"] == 1 and jobs["predict"] == len(LISTS) and jobs.get("index") == 1, jobs
+    # every job writes the new GPU's files (or the index page that lists both GPUs)
+    dry = shipped_wf.run("-n", "-p")
+    outputs = re.findall(r"^\s*output: (.*)$", dry.stdout, re.M)
+    assert outputs, dry.stdout[-3000:]
+    for line in outputs:
+        for path in line.split(", "):
+            assert path.startswith("results/h200-sxm-141gb/") or path == "results/index.html", path
+
+
+# ------------------------------------------------------------ a measured (fake) GPU
+
+
+@pytest.fixture(scope="module")
+def measured_base(tmp_path_factory) -> Workflow:
+    """A full run on a fake local H100 (measure source, collect answered from the shipped rows)."""
+    root = tmp_path_factory.mktemp("measured")
+    wf = make_workflow(root)
+    fake_rows = root / "fake-rows"
+    fake_rows.mkdir()
+    for name, (source, shapes) in LISTS.items():
+        fields, rows, _ = _rows(source, shapes)
+        with (fake_rows / f"{name}.csv").open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fields)
+            w.writeheader()
+            w.writerows(rows)
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "gemmperf"
+    fake.write_text(FAKE_GEMMPERF.format(python=sys.executable, shipped=str(SHIPPED)))
+    fake.chmod(0o755)
+    descriptor = json.loads((SHIPPED / "hardware.json").read_text())
+    descriptor["sm_clock_current_mhz"] = 1755.0  # what a probe sees now: wanders
+    (root / "gpu.json").write_text(json.dumps(descriptor))
+    # the library as a copy, so a test may edit its code
+    shutil.copytree(REPO / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    wf.env.update(PATH=f"{bin_dir}{os.pathsep}{wf.env['PATH']}", GEMMPERF_FAKE_GPU=str(root / "gpu.json"),
+                  PYTHONPATH=str(root / "src"))
+    cfg = wf.config
+    cfg["probe"] = True
+    wf.config = cfg
+    run = wf.run()
+    assert f"{SLUG}: measure" in run.stdout + run.stderr
+    shards = sorted(p.name for p in (root / "results" / SLUG / "measurements" / "shards").iterdir())
+    assert shards == ["grid.0-of-2.csv", "grid.1-of-2.csv", "held.0-of-2.csv", "held.1-of-2.csv"]
+    assert wf.pending() == {}
+    return wf
+
+
+@pytest.fixture
+def measured_wf(measured_base, tmp_path) -> Workflow:
+    return clone(measured_base, tmp_path / "wf")
+
+
+def _edit_descriptor(wf: Workflow, **changes) -> None:
+    path = wf.root / "gpu.json"
+    d = json.loads(path.read_text())
+    d.update(changes)
+    path.write_text(json.dumps(d))
+
+
+MEASURED_CHAIN = {"hardware", "microbench", "collect_shard", "merge_shards", "fit", "accuracy", "predict",
+                  "optimize", "report", "index", "all"}
+
+
+@pytest.mark.parametrize("change", [{"driver": "13.1"}, {"sms": 114}, {"sm_clock_mhz": 1755.0},
+                                    {"memory_bytes": 2 * 85017493504}, {"l2_bytes": 62914560}])
+def test_changed_descriptor_reruns_its_measurements(measured_wf, change):
+    _edit_descriptor(measured_wf, **change)
+    jobs = measured_wf.pending()
+    assert jobs.get("hardware") == 1 and jobs.get("collect_shard") == 4 and jobs.get("microbench") == 1, jobs
+    assert set(jobs) <= MEASURED_CHAIN
+
+
+def test_clock_wander_reruns_nothing(measured_wf):
+    _edit_descriptor(measured_wf, sm_clock_current_mhz=1980.0, mem_clock_current_mhz=2619.0)
+    assert measured_wf.pending() == {}
+
+
+def test_library_change_reruns_the_stages_that_use_it(measured_wf):
+    src = measured_wf.root / "src" / "gemmperf"
+    with (src / "kernels" / "builder.py").open("a") as fh:
+        fh.write("\n# a change to the kernel builder\n")
+    jobs = measured_wf.pending()
+    assert jobs.get("collect_shard") == 4 and jobs.get("microbench") == 1, jobs
+    assert "hardware" not in jobs, jobs
+    (src / "kernels" / "builder.py").write_text((REPO / "src/gemmperf/kernels/builder.py").read_text())
+    assert measured_wf.pending() == {}
+    with (src / "bench" / "merge.py").open("a") as fh:
+        fh.write("\n# a change to the merge\n")
+    jobs = measured_wf.pending()
+    assert jobs.get("merge_shards") == len(LISTS) and "collect_shard" not in jobs, jobs
