@@ -91,10 +91,20 @@ def _validate_row(row: dict, path: Path, line_no: int) -> dict:
     return out
 
 
+# Measured columns (see bench.sweep.ROW_COLUMNS) that are numbers, not text.
+MEASURED_FLOATS = ("time_us", "time_us_min", "time_us_max", "spread", "max_rel_err",
+                   "sm_clock_start_mhz", "sm_clock_end_mhz")
+MEASURED_INTS = ("repeats", "launches_per_repeat", "registers", "smem_bytes", "spill_bytes")
+
+
 def to_frame(rows: list[dict]) -> pl.DataFrame:
     """Rows (dicts with at least the table columns) -> typed DataFrame, table columns first."""
     df = pl.DataFrame(rows, infer_schema_length=None)
     df = df.with_columns([pl.col(c).cast(t) for c, t in _SCHEMA.items() if c in df.columns])
+    numbers = [pl.col(c).cast(pl.Float64, strict=False) for c in MEASURED_FLOATS if c in df.columns]
+    numbers += [pl.col(c).cast(pl.Int64, strict=False) for c in MEASURED_INTS if c in df.columns]
+    if numbers:
+        df = df.with_columns(numbers)
     rest = [c for c in df.columns if c not in TABLE_COLUMNS]
     return df.select([*TABLE_COLUMNS, *rest])
 
