@@ -75,13 +75,21 @@ def main(argv=None) -> int:
     print(f"one core, {args.n:,} random configurations, best of 3")
     print(f"{'what':<44}{'time':>12}{'figure':>22}  target")
     for name, mod in MODELS.items():
-        inputs = {k: arrays[k] for k in mod.INPUTS}
+        if hasattr(mod, "prepare"):  # its inputs include per-family constants and codes
+            frame = pl.DataFrame({k: arrays[k] for k in ("m", "n", "k", "tile_m", "tile_n", "tile_k",
+                                                         "stages", "cluster_m", "cluster_n")})
+            inputs = mod.prepare(frame, params)[1]
+        else:
+            inputs = {k: arrays[k] for k in mod.INPUTS}
         secs = best_of(lambda: mod.evaluate(**inputs), 3)
         rate = args.n / secs
-        ok = rate >= CONFIG_TARGET
+        # the target covers the four models of the source documents
+        required = name in ("sol", "sync", "ws-stage", "ws-persistent")
+        ok = rate >= CONFIG_TARGET or not required
         rows.append(ok)
+        verdict = ("ok" if rate >= CONFIG_TARGET else "MISSED") if required else "(info)"
         print(f"{name + ' evaluate()':<44}{secs * 1e3:>10.1f}ms{rate:>16,.0f} cfg/s  "
-              f">= {CONFIG_TARGET:,} {'ok' if ok else 'MISSED'}")
+              f">= {CONFIG_TARGET:,} {verdict}")
 
     p = params.get("ws-hopper", "bf16")
     for label, shape in (("M=N=K=1024", Shape(1024, 1024, 1024)), ("K=16384", Shape(1024, 1024, 16384))):
