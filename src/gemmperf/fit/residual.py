@@ -16,6 +16,9 @@ prediction table, see ``features``) have a physical meaning:
   log_tile_m, log_tile_n, stages, persistent, raster_row/column/grouped
   limiter_<name>    one-hot of the model's limiter
   log_pred          log2 predicted time
+  log_m, log_n, log_k, log_tiles_m, log_tiles_n   problem and tile-grid extents
+  load_over_math    log2 of the model's per-k-block transfer over multiply time
+  log_wave_bytes    log2 of the padded A + B bytes (against the L2 size)
 
 Estimator: ``ResidualRegressor``, gradient-boosted shallow regression trees (sklearn's
 GradientBoostingRegressor, Huber loss, fixed random_state, no subsampling: the fit is
@@ -84,6 +87,10 @@ def feature_exprs(sms: int) -> dict[str, pl.Expr]:
         **{f"raster_{r}": (pl.col("raster") == r).cast(pl.Float64) for r in ("row", "column", "grouped")},
         **{f"limiter_{name}": (pl.col("limiter") == name).cast(pl.Float64) for name in LIMITER_NAMES},
         "log_pred": total.log(2),
+        "log_m": m.log(2), "log_n": n.log(2), "log_k": k.log(2),
+        "log_tiles_m": ceil(m, tm).log(2), "log_tiles_n": ceil(n, tn).log(2),
+        "load_over_math": (pl.col("stage_load_us") / pl.col("stage_math_us")).log(2),
+        "log_wave_bytes": ((ceil(m, tm) * tm * k + ceil(n, tn) * tn * k) * _bytes()).log(2),
     }
     return exprs
 
@@ -95,7 +102,7 @@ def features(pred: pl.DataFrame, sms: int) -> pl.DataFrame:
     """The FEATURES columns of a ws-pipelined prediction table (same row order)."""
     need = {"m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "persistent", "raster", "dtype",
             "predicted_us", "limiter", "k_stages", "waves", "last_wave_sms", "tiles", "padding_waste",
-            "l2_hit_rate_est", "mainloop_us", "epilogue_us", "fill_us"}
+            "l2_hit_rate_est", "mainloop_us", "epilogue_us", "fill_us", "stage_load_us", "stage_math_us"}
     missing = sorted(need - set(pred.columns))
     if missing:
         raise UserError(f"residual features need a {BASE_MODEL} prediction table; missing {', '.join(missing)}")
@@ -114,7 +121,7 @@ def target(pred: pl.DataFrame, measured: str = "time_us") -> np.ndarray:
 class ResidualRegressor(RegressorMixin, BaseEstimator):
     """Boosted regression trees whose fitted state is plain arrays (JSON-serializable)."""
 
-    def __init__(self, n_estimators=300, learning_rate=0.05, max_depth=3, min_samples_leaf=8,
+    def __init__(self, n_estimators=600, learning_rate=0.05, max_depth=4, min_samples_leaf=8,
                  loss="huber", alpha=0.9, random_state=0):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
