@@ -1,6 +1,7 @@
 # gemmperf: measure GEMM kernels, fit and run the models, correct, report, optimize.
 # Thin entry point: all logic lives in src/gemmperf; rules only wire files together.
 
+
 configfile: "config/config.yaml"
 
 

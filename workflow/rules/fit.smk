@@ -9,9 +9,13 @@ rule fit:
         families=",".join(config["families"]),
         dtype=config["dtype"],
         heldout=config["heldout_testlist"],
-        microbench=lambda w, input: f"--microbench {input.microbench}" if input.microbench else "",
+        microbench=lambda w, input: (
+            f"--microbench {input.microbench}" if input.microbench else ""
+        ),
         measurements=lambda w, input: (
-            f"--measurements {' '.join(input.measurements)}" if input.measurements else ""
+            f"--measurements {' '.join(input.measurements)}"
+            if input.measurements
+            else ""
         ),
     log:
         "logs/{gpu}/fit.log",
@@ -37,7 +41,9 @@ rule accuracy:
         families=",".join(config["families"]),
         dtype=config["dtype"],
         heldout=config["heldout_testlist"],
-        microbench=lambda w, input: f"--microbench {input.microbench}" if input.microbench else "",
+        microbench=lambda w, input: (
+            f"--microbench {input.microbench}" if input.microbench else ""
+        ),
         residual=(
             "--correction-out results/{gpu}/correction.json"
             if config["residual"]

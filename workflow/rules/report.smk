@@ -2,7 +2,9 @@
 # key charts, and results/index.html across GPUs. Every page and image is registered
 # for `snakemake --report report.zip`, one category per GPU.
 
+
 report: "../report/workflow.rst"
+
 
 REPORT_PAGES = {
     "index": ("Overview", "overview.rst"),
@@ -54,7 +56,9 @@ rule report:
     input:
         hardware="results/{gpu}/hardware.json",
         params="results/{gpu}/params.json",
-        predictions=expand("results/{{gpu}}/predictions/{testlist}.parquet", testlist=TESTLISTS),
+        predictions=expand(
+            "results/{{gpu}}/predictions/{testlist}.parquet", testlist=TESTLISTS
+        ),
         tilings=expand("results/{{gpu}}/tilings/{testlist}.csv", testlist=TESTLISTS),
         accuracy=if_measured("results/{gpu}/accuracy.csv"),
         out_of_sample=if_measured("results/{gpu}/out_of_sample.parquet"),
@@ -62,7 +66,8 @@ rule report:
         kernel_speed=kernel_speed,
         shipped_readme=lambda w: (
             shipped(w.gpu, "README.md")
-            if gpu_plan(w).source == "shipped" and Path(shipped(w.gpu, "README.md")).is_file()
+            if gpu_plan(w).source == "shipped"
+            and Path(shipped(w.gpu, "README.md")).is_file()
             else []
         ),
     params:
