@@ -196,8 +196,6 @@ def test_model_parameter_reruns_only_predict_residual_report_optimize(shipped_wf
     assert set(jobs) <= DOWNSTREAM_OF_MODELS, jobs  # never hardware, measurements or fit
 
 
-@pytest.mark.xfail(reason="the optimize rule does not take config model_params yet "
-                   "(optimize.smk params / optimize.py overrides)", strict=False)
 def test_model_parameter_reruns_optimize(shipped_wf):
     jobs = _change_model_parameter(shipped_wf)
     assert jobs.get("optimize") == len(LISTS), jobs

@@ -86,3 +86,15 @@ def all_outputs():
         if PLAN.gpus[gpu].testlists_measured:
             out.append(f"results/{gpu}/accuracy.json")
     return out
+
+
+def kernel_speed(wildcards):
+    """benchmarks/results/kernel_speed_<prefix>.json whose prefix starts the GPU slug."""
+    for path in sorted(Path("benchmarks/results").glob("kernel_speed_*.json")):
+        if wildcards.gpu.startswith(path.stem.removeprefix("kernel_speed_")):
+            return str(path)
+    return []
+
+
+def if_measured(path):
+    return lambda w: path.format(gpu=w.gpu) if gpu_plan(w).testlists_measured else []

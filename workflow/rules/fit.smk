@@ -12,6 +12,7 @@ rule fit:
         microbench=lambda w, input: (
             f"--microbench {input.microbench}" if input.microbench else ""
         ),
+        code=code_version("fit"),
         measurements=lambda w, input: (
             f"--measurements {' '.join(input.measurements)}"
             if input.measurements
@@ -44,6 +45,7 @@ rule accuracy:
         microbench=lambda w, input: (
             f"--microbench {input.microbench}" if input.microbench else ""
         ),
+        code=code_version("accuracy"),
         residual=(
             "--correction-out results/{gpu}/correction.json"
             if config["residual"]

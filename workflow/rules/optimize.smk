@@ -11,6 +11,8 @@ rule optimize:
     params:
         model=config["optimize"]["model"],
         families=config["families"],
+        overrides=config["model_params"],
+        code=code_version("optimize"),
     log:
         "logs/{gpu}/optimize/{testlist}.log",
     script:

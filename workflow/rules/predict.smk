@@ -16,6 +16,7 @@ rule predict:
         overrides=config["model_params"],
         families=config["families"],
         dtype=config["dtype"],
+        code=code_version("predict"),
     log:
         "logs/{gpu}/predict/{testlist}.log",
     script:

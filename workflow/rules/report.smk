@@ -18,18 +18,6 @@ REPORT_PAGES = {
 REPORT_IMAGES = ["predicted_vs_measured", "ratio", "roofline", "timeline"]
 
 
-def kernel_speed(wildcards):
-    """benchmarks/results/kernel_speed_<prefix>.json whose prefix starts the GPU slug."""
-    for path in sorted(Path("benchmarks/results").glob("kernel_speed_*.json")):
-        if wildcards.gpu.startswith(path.stem.removeprefix("kernel_speed_")):
-            return str(path)
-    return []
-
-
-def if_measured(path):
-    return lambda w: path.format(gpu=w.gpu) if gpu_plan(w).testlists_measured else []
-
-
 rule report:
     output:
         **{
@@ -76,6 +64,7 @@ rule report:
         note=data_note,
         skipped=lambda w: gpu_plan(w).skipped,
         heldout=config["heldout_testlist"],
+        code=code_version("report"),
     log:
         "logs/{gpu}/report.log",
     script:

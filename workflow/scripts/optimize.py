@@ -9,6 +9,7 @@ from gemmperf.problem import read_testlist
 sys.stdout = sys.stderr = open(snakemake.log[0], "w")
 gpu = load_gpu(snakemake.input.hardware)
 pset = ParamSet.load(snakemake.input.params, gpu)
+pset.overrides.update(snakemake.params.overrides)
 meas = read_measurements(snakemake.input.measurements) if snakemake.input.measurements else None
 table = tilings_table(
     read_testlist(snakemake.input.testlist), gpu, pset, snakemake.params.families,
