@@ -211,6 +211,10 @@ def run_sweep(
     row's measured fields); with the default "spawn" start it must be picklable. ``context`` fields (GPU identity, ...) go in every row.
     """
     out = Path(out)
+    # one math-library thread per worker: idle BLAS threads spin and slow down other
+    # sweeps sharing the node (one per GPU); the host reference is tiny anyway
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
     seen = done_keys(out)
     pending = [t for t in tasks if task_key(t) not in seen]
     writer = RowWriter(out)
