@@ -71,9 +71,12 @@ def test_heldout_never_enters_a_fit(monkeypatch):
         return real(rows, *args, **kw)
 
     monkeypatch.setattr(C, "fit_constants", spy)
+    shipped = {}
     acc, preds = A.evaluate_accuracy(meas, PS, heldout="llm", models=["sol", "ws-pipelined"], n_splits=3,
-                                     ablations=False, progress=lambda s: None)
+                                     ablations=False, progress=lambda s: None, shipped=shipped)
     assert len(fitted_on) == 3 + 1
+    # the fit on every development row is handed back (the CLI writes its correction, no refit)
+    assert shipped["correction"] is not None and fitted_on[-1] == set(A.shape_id(A.split_rows(meas, "llm")[0]))
     for shapes in fitted_on:
         assert not shapes & held_shapes
     for name in ("ws-pipelined+fit", "ws-pipelined+fit+residual", "sol"):

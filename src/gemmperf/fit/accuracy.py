@@ -25,6 +25,11 @@ model ranks first over the measured best, minus 1), n (rows), shapes, folds.
 
 accuracy.json: {model: {family: metrics}, "heldout": {model: {family: metrics}},
 "meta": {...}}.
+
+Runtime: every fit here runs with BLAS limited to one thread (``single_thread_blas``).
+The fits' linear algebra is on 13-column Jacobians, where OpenBLAS's thread start-up
+and spinning cost ~100x the work (an SVD of 3000 x 13: 16 ms on 2 threads, 0.5 ms on
+one); limiting it cut `gemmperf accuracy` from ~5.5 min to ~1 min on 2 cores.
 """
 
 from __future__ import annotations
@@ -144,6 +149,13 @@ def group_folds(shapes: pl.Series, n_splits: int = 5):
 # ------------------------------------------------------------------ fitting
 
 
+def single_thread_blas():
+    """Context manager: BLAS/OpenMP pools at one thread (the fits' matrices are tiny)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1)
+
+
 def fit_all(train: pl.DataFrame, pset: ParamSet, model_options: dict | None = None,
             residual: bool = True, names=C.FIT_NAMES) -> tuple[ParamSet, Correction | None, dict]:
     """Constants then correction, on training rows only."""
@@ -164,8 +176,18 @@ def _predict_fit(test, fitted, corr, model_options=None):
 
 def evaluate_accuracy(measurements: dict[str, pl.DataFrame], pset: ParamSet, heldout: str | None = None,
                       models=None, n_splits: int = 5, residual: bool = True, ablations: bool = True,
-                      progress=print) -> tuple[dict, pl.DataFrame]:
-    """(accuracy dict, out-of-sample predictions of every row by every model)."""
+                      progress=print, shipped: dict | None = None) -> tuple[dict, pl.DataFrame]:
+    """(accuracy dict, out-of-sample predictions of every row by every model).
+
+    ``shipped``: a dict that receives the fit on every development row (what
+    ``fit_shipped`` returns: "params", "correction", "report") when the held-out list is
+    scored, so callers need not fit it again."""
+    with single_thread_blas():
+        return _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, ablations, progress,
+                                  shipped)
+
+
+def _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, ablations, progress, shipped):
     dev, held = split_rows(measurements, heldout)
     if dev.height == 0:
         raise UserError("no development measurements (all rows are held out or invalid)")
@@ -206,7 +228,9 @@ def evaluate_accuracy(measurements: dict[str, pl.DataFrame], pset: ParamSet, hel
         if with_resid:
             record(RESID, "cv", oof, col="corrected_us", folds=k)
         if held.height:
-            fitted, corr, _ = fit_all(dev, pset, opts, residual=with_resid)
+            fitted, corr, report = fit_all(dev, pset, opts, residual=with_resid)
+            if opts is None and shipped is not None:
+                shipped.update(params=fitted, correction=corr, report=report)
             p = _predict_fit(held, fitted, corr, opts)
             record(name, "heldout", p, folds=0)
             if with_resid:
@@ -224,7 +248,8 @@ def fit_shipped(measurements: dict[str, pl.DataFrame], pset: ParamSet, heldout: 
                 residual: bool = True) -> tuple[ParamSet, Correction | None, dict]:
     """Constants and correction for results/<gpu>/: every development row, never the held-out list."""
     dev, _ = split_rows(measurements, heldout)
-    return fit_all(dev, pset, residual=residual)
+    with single_thread_blas():
+        return fit_all(dev, pset, residual=residual)
 
 
 # ------------------------------------------------------------------ synthetic data

@@ -87,9 +87,10 @@ def cmd_accuracy(a) -> int:
     if not meas:
         raise UserError("accuracy: give --measurements CSV files")
     models = [m.strip() for m in a.models.split(",")] if a.models else None
+    shipped: dict = {}
     acc, preds = evaluate_accuracy(meas, pset, heldout=a.heldout, models=models, n_splits=a.folds,
                                    residual=not a.no_residual, ablations=not a.no_ablations,
-                                   progress=lambda s: print(s, file=sys.stderr))
+                                   progress=lambda s: print(s, file=sys.stderr), shipped=shipped)
     _write(a.out, json.dumps(acc, indent=2) + "\n")
     print(f"wrote {a.out}", file=sys.stderr)
     if a.table:
@@ -99,7 +100,8 @@ def cmd_accuracy(a) -> int:
         Path(a.predictions).parent.mkdir(parents=True, exist_ok=True)
         preds.write_parquet(a.predictions)
     if a.correction_out and not a.no_residual:
-        _, corr, _ = fit_shipped(meas, pset, a.heldout, residual=True)
+        # the held-out scoring already fitted every development row; fit only if it did not run
+        corr = shipped.get("correction") or fit_shipped(meas, pset, a.heldout, residual=True)[1]
         corr.save(a.correction_out)
         print(f"wrote {a.correction_out}", file=sys.stderr)
     return 0

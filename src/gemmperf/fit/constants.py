@@ -110,6 +110,6 @@ def fit_constants(meas: pl.DataFrame, pset: ParamSet, names=FIT_NAMES, prior: fl
         unc = {name: values[name] * float(s) for name, s in zip(fit_names, sd)}
         quality = {"kernel_fit_rmse_log": float(np.sqrt(np.mean(r**2))), "kernel_fit_points": float(len(y))}
         out = with_values(out, family, dtype, values, unc, quality)
-        report[f"{family}/{dtype}"] = {"values": values, "uncertainty": unc, **quality,
+        report[f"{family}/{dtype}"] = {"values": values, "uncertainty": unc, **quality, "nfev": int(res.nfev),
                                        "fitted_from": "training measurements"}
     return out, report
