@@ -99,3 +99,12 @@ def test_fit_recovers_constants_from_model_data():
         assert got["values"][name] == pytest.approx(value, rel=0.05), name
         assert got["uncertainty"][name] > 0
     assert got["kernel_fit_rmse_log"] < 0.03
+
+
+def test_row_alignment_slows_misaligned_pitch_only():
+    # K = 3000: pitch 6000 B, 1 row in 8 on a 128-byte line; K = 3072 and K = 2047 (pitch
+    # padded to 2048 elements) are aligned
+    assert list(W.line_factor(np.array([3000, 3072, 2047, 2000]), 2)) == [1.875, 1.0, 1.0, 1.75]
+    df = rows(m=[8192] * 3, n=[8192] * 3, k=[3000, 3072, 2047], tile_m=[128] * 3, tile_n=[64] * 3)
+    on, off = pred(df), pred(df, row_alignment=False)
+    assert on[0] > off[0] * 1.2 and on[1] == off[1] and on[2] == off[2]

@@ -4,7 +4,7 @@ Persistent or not, one CTA per SM; each CTA runs whole output tiles. Beyond
 ``ws-persistent`` (gemm-model's phases) this model follows the ws-hopper kernel as it is
 written: a producer issues TMA loads of A and B k-blocks into a ring of B = ``stages``
 buffers; the consumer warpgroups run wgmma on them and, for the same tile, the epilogue
-(registers -> global stores). Five effects, each with a switch (keyword flags of
+(registers -> global stores). Seven effects, each with a switch (keyword flags of
 ``evaluate`` / ``predict``, or ``model_options={...}``); switched off, an effect falls
 back to the plain ``ws-stage`` / ``ws-persistent`` assumption so its contribution shows.
 
@@ -51,6 +51,14 @@ Per-k-block bytes a CTA requests: Bs = (TM/cn + TN/cm)*TK*b (cluster multicast).
    nothing), bytes are not reduced, the epilogue is always vectorized.
    ``padding_waste`` = 1 - u.
 
+6. ``sm_load_cap`` -- one SM's TMA path moves whole boxes (zero-fill included):
+   x >= Bs / sm_load_bytes_per_us.
+7. ``row_alignment`` -- A and B rows are pad_k(K) = ceil(K/8)*8 elements apart; when that
+   pitch is not a multiple of the 128-byte line, a box row straddles two lines for all
+   but a share gcd(pitch, 128)/128 of the rows, so the request-bound terms (the L2 term
+   of 2 and the SM term of 6) count lines = 2 - gcd(pitch, 128)/128 per box row (1.875
+   for K = 3000, 1 for K = 4096 or 2047). Off: lines = 1.
+
 Epilogue of one tile (consumer warps, after the tile's last multiply):
     E(a) = t_epilogue_us + max(TM*TN*ob*f / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us)
 with f = scalar_store_factor if N % 8 else 1.
@@ -89,7 +97,7 @@ from . import common
 
 NAME = "ws-pipelined"
 LIMITERS = ("load", "l2", "math", "smem", "latency", "epilogue")
-EFFECTS = ("pipelining", "bandwidth_sharing", "l2_reuse", "smem_limit", "padding", "sm_load_cap")
+EFFECTS = ("pipelining", "bandwidth_sharing", "l2_reuse", "smem_limit", "padding", "sm_load_cap", "row_alignment")
 RASTER_CODES = {"row": 0, "column": 1, "grouped": 2}
 GROUP_M = 8  # kernels/common.py GROUP_M
 CONSTANTS = ("dram_eff_bytes_per_us", "l2_bytes_per_us", "smem_bytes_per_us", "store_bytes_per_us",
@@ -195,6 +203,19 @@ def wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_by
     return np.where(fits, np.maximum(h, np.clip(compulsory, 0.0, 1.0)), h)
 
 
+def line_factor(k, in_bytes, line=128, pad_elems=8):
+    """L2 requests per 128-byte box row (effect 7, ``row_alignment``).
+
+    A and B rows are pad_k(K) = ceil(K/8)*8 elements apart (kernels/launch.py), so the
+    pitch p = pad_k(K)*b is a multiple of 16 bytes but not always of the 128-byte line:
+    row r starts at r*p mod 128, which is 0 for a share gcd(p, 128)/128 of the rows.
+    Every other row's 128-byte box row straddles two lines: two requests to L2 and
+    through the SM's TMA path instead of one. Returns 1 + (1 - gcd(p, 128)/128)."""
+    pitch = ((np.asarray(k, dtype=np.int64) + pad_elems - 1) // pad_elems) * pad_elems \
+        * np.asarray(in_bytes).astype(np.int64)
+    return 2.0 - np.gcd(pitch, line) / float(line)
+
+
 # ------------------------------------------------------------------ evaluate
 
 
@@ -231,6 +252,9 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
         req_eff = req * useful_ab
     else:
         req_eff = req
+    # effect 7: rows of A and B (pitch = K rounded up to 8 elements) that do not start on a
+    # 128-byte line make each 128-byte box row two L2 requests instead of one
+    lines = line_factor(k, in_bytes) if o["row_alignment"] else 1.0
 
     # -- math and shared memory (effect 3)
     t_math = 2.0 * tile_m * tile_n * tile_k / math_flops_per_us + math_latency_us
@@ -252,11 +276,11 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
             x = req_eff / load_bytes_per_us
             return x + 0.0 * a, np.zeros(np.shape(x + 0.0 * a), dtype=bool)
         x_dram = a * req_eff * (1.0 - h) / dram_eff_bytes_per_us
-        x_l2 = a * req_eff / l2_bytes_per_us
+        x_l2 = a * req_eff * lines / l2_bytes_per_us
         x = np.maximum(x_dram, x_l2)
         if o["sm_load_cap"]:
             # one SM's TMA path moves the whole box, zero-filled overhang included
-            x = np.maximum(x, req / sm_load_bytes_per_us)
+            x = np.maximum(x, req * lines / sm_load_bytes_per_us)
         return x, x_l2 > x_dram
 
     h_first = hit(np.zeros_like(tiles), first_a)
