@@ -9,6 +9,7 @@ import random
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -70,9 +71,10 @@ def test_z3_equals_exhaustive_every_shipped_shape_ws_hopper(pset, model):
 @pytest.mark.parametrize("family", ["ws-ampere", "simt"])
 def test_z3_equals_exhaustive_other_families_sample(pset, family, model):
     """The other families on a deterministic sample: every testlist's first and last
-    shapes and every 8th shape of the union (the benchmark runs them all)."""
+    shapes and every 8th shape of the union (every 16th for ws-pipelined, whose
+    per-shape table costs more; ``benchmarks/optimize_speed.py --agree`` runs them all)."""
     shapes = all_shapes()
-    sample = shapes[::8]
+    sample = shapes[::16 if model == "ws-pipelined" else 8]
     for path in TESTLISTS:
         tl = read_testlist(path)
         sample += [tl[0], tl[-1]]
@@ -163,18 +165,124 @@ def test_exact_closed_form_matches_recurrence():
         assert math.isclose(float(L + (S - 1) * (P - tm)), sim["math_wait_us"], rel_tol=1e-9, abs_tol=1e-9)
 
 
-def test_encoding_size_does_not_grow_with_k(pset):
+def test_encoding_size_does_not_grow_with_k(pset, period_only):
     space = z3opt.family_space("ws-hopper", H100, "bf16")
     for model in z3opt.MODELS:
         sk = z3opt.skeleton(space, model, H100.smem_per_block)
         sizes = set()
         for k in (64, 4096, 128000, 10**7):
-            C = z3opt._consts(Shape(4096, 4096, k), "ws-hopper", H100, pset)
-            lines = z3opt.encode_text(C, sk, model)
+            shape = Shape(4096, 4096, k)
+            C = z3opt._consts(shape, "ws-hopper", H100, pset)
+            tab = z3opt.pipelined_table(shape, space, pset, sk.index) if model == "ws-pipelined" else None
+            if tab is not None:
+                assert tab.symbolic, tab.max_dev
+            lines = z3opt.encode_text(C, sk, model, tab=tab)
             sizes.add((z3opt.encoding_size(lines), len(lines)))
         assert len(sizes) == 1, sizes
         (n_assert, n_vars), _ = sizes.pop()
-        assert n_assert <= 10 + 3 * len(sk.classes) and n_vars <= 25
+        if model == "ws-pipelined":
+            # per class: time, per raster the periods' constants, per (raster, persistent) A, D, bound
+            assert n_assert <= 12 + 11 * len(sk.classes) + sk.bmax and n_vars <= 30
+            assert n_assert < len(space)  # smaller than a per-configuration table
+        else:
+            assert n_assert <= 10 + 3 * len(sk.classes) and n_vars <= 25
+
+
+# ws-pipelined effects through which the ring depth B enters outside the K loop's period
+# (the L2 window); with them on, pipelined_table falls back to a per-configuration table
+STAGE_EFFECTS_OUTSIDE_PERIOD = ("ring_window",)
+
+
+@pytest.fixture
+def period_only(monkeypatch):
+    """ws-pipelined with B entering only through the pipelined period (the form the
+    symbolic encoding relies on): the effects above switched off where the model has them."""
+    from gemmperf.models import ws_pipelined
+
+    off = {e: False for e in STAGE_EFFECTS_OUTSIDE_PERIOD if e in ws_pipelined.EFFECTS}
+    if off:
+        real = ws_pipelined.evaluate
+        monkeypatch.setattr(ws_pipelined, "evaluate", lambda **kw: real(**kw, **off))
+    return off
+
+
+def test_pipelined_split_reproduces_evaluate(pset, period_only):
+    """The symbolic split A + cF*Pk(xF, B) + cL*Pk(xL, B) is the model's evaluate() on every
+    configuration (several wave counts, remainder waves, padding, every family)."""
+    from gemmperf.models import ws_pipelined
+
+    for family, dtype in (("ws-hopper", "bf16"), ("ws-ampere", "bf16"), ("simt", "fp32")):
+        space = z3opt.family_space(family, H100, dtype)
+        index = z3opt.skeleton(space, "ws-pipelined", H100.smem_per_block).index
+        for m, n, k in ((1, 4096, 4096), (1025, 1025, 1025), (4096, 7168, 128000), (8192, 257, 64), (130, 70, 33)):
+            shape = Shape(m, n, k, dtype)
+            tab = z3opt.pipelined_table(shape, space, pset, index)
+            assert tab.symbolic and tab.max_dev < 1e-12, (family, shape, tab.max_dev)
+            out = z3opt.evaluate_space(shape, space, pset, "ws-pipelined")
+            t = [float(tab.exact[c][0]) for c in space]
+            assert max(abs(a / b - 1) for a, b in zip(t, out["predicted_us"])) < 1e-12
+            assert ws_pipelined.NAME == "ws-pipelined"
+
+
+def test_pipelined_falls_back_to_a_table_when_the_split_breaks(pset, monkeypatch):
+    """If the model's dependence on B ever stops being the pipelined period, the encoding
+    tables evaluate() per configuration and the optimum is still the exhaustive one."""
+    from gemmperf.models import ws_pipelined
+
+    real = ws_pipelined.evaluate
+
+    def odd(**kw):
+        out = dict(real(**kw))
+        out["predicted_us"] = out["predicted_us"] + 0.37 * np.sqrt(np.asarray(kw["stages"], dtype=float))
+        return out
+
+    monkeypatch.setattr(ws_pipelined, "evaluate", odd)
+    shape = Shape(2048, 2048, 2048)
+    sol = z3opt.solve(shape, "ws-hopper", H100, pset, "ws-pipelined", runner_up=False)
+    assert sol.encoding == "tabled"
+    cfg, t, w = z3opt.exhaustive_exact(shape, "ws-hopper", H100, pset, "ws-pipelined")
+    assert sol.config == cfg and sol.predicted_exact == t and sol.wait_exact == w
+    best, optima, _, _, _ = z3opt.exhaustive_float(shape, "ws-hopper", H100, pset, "ws-pipelined")
+    assert math.isclose(sol.predicted_us, best, rel_tol=1e-9) and sol.config in optima
+
+
+def test_pipelined_breakdown_wait_and_tie_break(pset, period_only):
+    shape = Shape(4096, 4096, 4096)
+    sol = z3opt.solve(shape, "ws-hopper", H100, pset, "ws-pipelined")
+    bd = sol.breakdown
+    assert sol.encoding == "symbolic"
+    assert math.isclose(bd["predicted_us"], sol.predicted_us, rel_tol=1e-9)
+    # MATH wait: the K loops' critical path minus pure multiply time
+    wait = bd["fill_us"] + bd["mainloop_us"] - bd["waves"] * bd["k_stages"] * bd["stage_math_us"]
+    assert math.isclose(sol.math_wait_us, wait, rel_tol=1e-9, abs_tol=1e-9) and sol.math_wait_us >= 0
+    # among configurations the model predicts equal, the deepest ring of the chosen tile
+    out = z3opt.evaluate_space(shape, [sol.config.replace(stages=b) for b in range(2, 9)
+                                       if sol.config.replace(stages=b) in z3opt.family_space("ws-hopper", H100, "bf16")],
+                               pset, "ws-pipelined")
+    eq = [p for p in out["predicted_us"] if math.isclose(p, sol.predicted_us, rel_tol=1e-12)]
+    assert eq and sol.config.stages == max(
+        c.stages for c in z3opt.family_space("ws-hopper", H100, "bf16")
+        if z3opt.class_key(c) == z3opt.class_key(sol.config) and c.persistent == sol.config.persistent
+        and c.raster == sol.config.raster
+        and math.isclose(z3opt.breakdown(c, shape, pset, "ws-pipelined")["predicted_us"], sol.predicted_us,
+                         rel_tol=1e-12))
+    assert sol.runner_up is not None and sol.runner_up.predicted_us >= sol.predicted_us
+
+
+def test_pipelined_pins_and_infeasible(pset):
+    shape = Shape(2048, 2048, 2048)
+    fix = {"tile_m": 64, "stages": 3, "raster": "column", "persistent": False}
+    sol = z3opt.solve(shape, "ws-hopper", H100, pset, "ws-pipelined", fix=fix)
+    c = sol.config
+    assert (c.tile_m, c.stages, c.raster, c.persistent) == (64, 3, "column", False)
+    cfg, t, _ = z3opt.exhaustive_exact(shape, "ws-hopper", H100, pset, "ws-pipelined", fix=fix)
+    assert sol.predicted_exact == t and sol.config == cfg
+    with pytest.raises(UserError, match="shared memory"):
+        z3opt.solve(shape, "ws-hopper", H100, pset, "ws-pipelined", fix={"tile_m": 256, "tile_n": 128, "stages": 8})
+    with pytest.raises(UserError, match="registers"):
+        z3opt.solve(shape, "ws-hopper", H100, pset, "ws-pipelined", fix={"tile_m": 256, "tile_n": 256})
+    with pytest.raises(UserError, match="does not run on a100"):
+        z3opt.solve(shape, "ws-hopper", A100, ParamSet(A100), "ws-pipelined")
 
 
 # ------------------------------------------------------------------ infeasible requests
@@ -212,6 +320,11 @@ def test_cli_shape_and_errors(capsys):
     assert a.func(a) == 0
     out = capsys.readouterr().out
     assert "optimum:" in out and "runner-up:" in out and "solve:" in out
+    a = p.parse_args(["optimize", "--gpu", "h100-sxm5-80gb", "--shape", "1024x1024x1024", "--family", "ws-hopper",
+                      "--model", "ws-pipelined", "--stages", "4"])
+    assert a.func(a) == 0
+    out = capsys.readouterr().out
+    assert "model ws-pipelined" in out and ", 4 stages" in out
     a = p.parse_args(["optimize", "--gpu", "h100-sxm5-80gb", "--shape", "1024x1024x1024", "--json",
                       "--model", "ws-persistent"])
     assert a.func(a) == 0

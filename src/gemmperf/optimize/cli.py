@@ -1,7 +1,7 @@
 """``gemmperf optimize``: the Z3-optimal configuration of one shape, or a testlist's table.
 
     gemmperf optimize --gpu h100-sxm5-80gb --shape 4096x4096x4096 [--dtype bf16]
-                      [--family ws-hopper|ws-ampere|simt|all] [--model ws-stage|ws-persistent]
+                      [--family ws-hopper|ws-ampere|simt|all] [--model ws-stage|ws-persistent|ws-pipelined]
                       [--tile 128x256x64] [--stages 4] [--json]
     gemmperf optimize --gpu h100-sxm5-80gb --testlist testlists/dsv3.csv
                       [--measurements results/<gpu>/measurements/dsv3.csv] [--out CSV]
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import UserError
 
-MODELS = ("ws-stage", "ws-persistent")
+MODELS = ("ws-stage", "ws-persistent", "ws-pipelined")
 
 
 def add_parser(subparsers) -> None:

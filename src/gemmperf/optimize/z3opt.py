@@ -3,7 +3,7 @@
 ``solve(shape, family, gpu, params, model)`` asks Z3 for the legal configuration of a
 kernel family that minimizes, lexicographically,
 
-1. the predicted time (``ws-stage`` or ``ws-persistent``),
+1. the predicted time (``ws-stage``, ``ws-persistent`` or ``ws-pipelined``),
 2. the MATH warps' total waiting time (the paper's section 3.2 second objective),
 3. a deterministic tie-break rank (below),
 
@@ -43,7 +43,39 @@ into tile classes c = (TM, TN, TK, CM, CN), numbered in ascending order. Variabl
   waiting time is everything but their busy time before the last epilogue:
   ``first_dma + mainloop - waves * MATH``.
 
-About 8 + 2*#classes assertions and about 20 variables; K changes constants only
+- ws-pipelined (models/ws_pipelined.py): the model's physics is not re-derived here.
+  For one shape, ``pipelined_table`` runs the model's own vectorized ``evaluate()`` over
+  the space (and at B = 1, 2, 2**40 to read the periods off) and splits its time as
+
+      time = A + cF * max(mF, lF/B) + cL * max(mL, lL/B),   wait = time - D
+
+  i.e. the pipelined K loop: S - 1 steady periods per tile, Pk = max(Tc, x, (lat + x +
+  Tc)/B) = max(m, l/B), for the F full waves (cF = F*(S-1)) and the remainder wave (cL =
+  [R>0]*(S-1)), per class. *Tabled* from evaluate(): cF, cL per class; (m, l) of the
+  full-wave and last-wave CTA per (class, raster) (bandwidth sharing, raster L2 reuse,
+  padding, SMEM limit, whatever the model's load physics is); A and D per (class,
+  raster, persistent): A is evaluate()'s time minus the stage-dependent part (init,
+  fills and their exposure, epilogues, overheads, launches), D is time minus the MATH
+  wait. *Symbolic*: the ring depth B (Int, with the legal stage range and the
+  shared-memory budget per class from the skeleton), Pk = If(b >= B*, m, q), q = l/b
+  through one implication per legal stage value (``b == v -> q == l/v``: linear), B* =
+  ceil(l/m) an integer per (class, raster) (exactly max(m, l/B) for integer B), the sum
+  and the wait. Per (class, raster, persistent) an implied bound time >= A + cF*mF +
+  cL*mL (Pk >= m) is added: redundant, but bound propagation then prunes whole groups
+  (about 10x faster on simt's 27 tiles).
+  MATH wait (second objective): the consumer warps' time in the K loops that is not
+  multiply: fill_us + mainloop_us - waves * S * T_MATH (exposed fills, latency, load,
+  shared-memory and period stalls, on the critical path of one SM).
+  ``pipelined_table`` checks the split on every configuration of the space (A and D the
+  same for every B of a group, to 1e-9 relative); if the model's dependence on B stops
+  having this form (B in the L2 window or the fill, say), it falls back to a
+  per-configuration table of evaluate()'s time and wait (``Solution.encoding ==
+  "tabled"``; still K-independent, #configs lines). Exact rationals of the tabled floats
+  are shared with ``exhaustive_exact``, so both decide ties identically; against
+  evaluate() itself the optimum agrees to 1e-9 relative.
+
+About 8 + 2*#classes assertions (ws-pipelined: about #classes*(1 + 3*#rasters) +
+#stages + 8) and about 20 variables; K changes constants only
 (``test_encoding_size_does_not_grow_with_k``). The encoding is written as SMT-LIB
 text (the shape-independent skeleton -- variables, legality, tie rank -- is cached per
 space) and parsed by Z3 in C++, which is much faster than building terms through the
@@ -59,13 +91,15 @@ Ties (predicted time and wait equal) are broken by a rank Z3 minimizes third:
 smallest tile class (TM, TN, TK, CM, CN ascending), then the deepest pipeline (most
 stages: the models do not distinguish B >= 2, and a deeper buffer absorbs load
 jitter they do not see), then the kernel the model describes (non-persistent for
-ws-stage, persistent for ws-persistent), then raster row < column < grouped.
+ws-stage, persistent for ws-persistent and ws-pipelined), then raster row < column <
+grouped.
 The runner-up is the best configuration with a different tile class.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -78,7 +112,7 @@ from ..hardware import GPU
 from ..params import ParamSet
 from ..problem import DTYPE_BYTES, FAMILIES, RASTERS, SCALE_FACTORS, KernelConfig, Shape
 
-MODELS = ("ws-stage", "ws-persistent")
+MODELS = ("ws-stage", "ws-persistent", "ws-pipelined")
 FIELDS = ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "persistent", "raster")
 _RASTER = {r: i for i, r in enumerate(RASTERS)}
 
@@ -226,6 +260,166 @@ def persistent_exact(C: Consts, tm, tn, tk, cm, cn) -> tuple[Fraction, Fraction]
     return C.t_init + first_dma + mainloop + last_epi, first_dma + mainloop - waves * d["math"]
 
 
+# ------------------------------------------------------------------ ws-pipelined (per shape, from evaluate())
+
+PIPE_TOL = 1e-9  # relative deviation allowed between the decomposition and evaluate()
+
+
+@dataclass
+class PipeTable:
+    """ws-pipelined for one shape over one space: what the encoding needs.
+
+    ``symbolic``: the split (see ``pipelined_table``) reproduces the model's evaluate()
+    on every configuration of the space (within PIPE_TOL relative); else ``tabled`` (each
+    configuration's evaluate() time and wait enter as a table). Per class index i:
+    ``cF``/``cL`` (the K-loop periods the full waves / the remainder wave contribute:
+    F*(S-1) and [R>0]*(S-1)), ``per`` {raster: ((mF, lF), (mL, lL))} (the period of a
+    full-wave / last-wave CTA is max(m, l/B)), ``A`` and ``D`` {(raster, persistent):
+    value}. ``exact``: config -> (time, wait) as exact rationals, the values both Z3 and
+    exhaustive_exact use (computed on first use: solve() needs them only when tabled).
+    """
+
+    symbolic: bool
+    classes: dict
+    space: list
+    index: dict
+    pred: np.ndarray
+    wait: np.ndarray
+    stages: tuple
+    max_dev: float
+    _exact: dict | None = None
+
+    @property
+    def exact(self) -> dict:
+        """config -> (time, wait), exact: the split's values (symbolic) or evaluate()'s (tabled)."""
+        if self._exact is None:
+            out, pk = {}, {}
+            for j, c in enumerate(self.space):
+                if not self.symbolic:
+                    out[c] = (Q(self.pred[j]), Q(self.wait[j]))
+                    continue
+                i, r, p = self.index[class_key(c)], _RASTER[c.raster], bool(c.persistent)
+                d = self.classes[i]
+                key = (i, r, c.stages)
+                if key not in pk:
+                    (mf, lf), (ml, lm) = d["per"][r]
+                    pk[key] = d["cF"] * _pk(mf, lf, c.stages) + d["cL"] * _pk(ml, lm, c.stages)
+                t = d["A"][(r, p)] + pk[key]
+                out[c] = (t, t - d["D"][(r, p)])
+            self._exact = out
+        return self._exact
+
+
+_PIPE_INPUTS: dict = {}
+
+
+def _pipe_inputs(shape: Shape, configs: list[KernelConfig], pset: ParamSet) -> dict[str, np.ndarray]:
+    """ws-pipelined's evaluate() inputs for ``configs`` at ``shape``, built by the model's own
+    ``prepare`` (parameters, Params.extra constants, raster codes); cached per (configs,
+    params) with m, n, k swapped in per shape."""
+    from ..models import ws_pipelined
+
+    key = (tuple(configs), id(pset))
+    hit = _PIPE_INPUTS.get(key)
+    if hit is None or hit[0] is not pset:
+        import polars as pl
+
+        rows = [{"m": shape.m, "n": shape.n, "k": shape.k, **c.as_dict()} for c in configs]
+        _, arr = ws_pipelined.prepare(pl.DataFrame(rows, infer_schema_length=None), pset)
+        if len(_PIPE_INPUTS) > 64:
+            _PIPE_INPUTS.clear()
+        _PIPE_INPUTS[key] = hit = (pset, arr)
+    arr = dict(hit[1])
+    n = len(configs)
+    for name, v in (("m", shape.m), ("n", shape.n), ("k", shape.k)):
+        arr[name] = np.full(n, v, dtype=np.int64)
+    return arr
+
+
+def _pk(m, l, b):
+    """The pipelined K loop's steady period max(m, l/B) (floats or Fractions); in the model
+    m = max(Tc, x) and l = latency + x + Tc."""
+    return max(m, l / b)
+
+
+def _pipe_periods(a: dict, out: dict, cF: np.ndarray, cL: np.ndarray):
+    """((mF, lF), (mL, lL)) per configuration: the period max(m, l/B) of a full-wave and of
+    a last-wave CTA, read off the model's own evaluate() -- no physics re-derived here.
+
+    At B = 1 the period is l (l >= m), at B -> inf (2**40) it is m: evaluate()'s
+    ``stage_period_us`` (the first wave's) gives (m, l) of the full wave where there is
+    one (the first wave is full), else of the only, remainder, wave. The remainder wave
+    of a multi-wave grid comes from the totals: f(1) - f(inf) = cF*(lF - mF) + cL*(lL -
+    mL) gives d = lL - mL, and f(2) - f(inf) the excess g = max(0, (d - mL)/2) over mL, so
+    mL = d - 2g where g > 0; where g = 0, mL >= d and every B >= 2 sees the period mL:
+    (mL, lL) = (d, 2d) reproduces the model up to the constant A. pipelined_table checks
+    the result on every configuration."""
+    from ..models import ws_pipelined as wp
+
+    def ev(b):
+        return wp.evaluate(**{**a, "stages": np.full_like(a["stages"], b)})
+
+    o1, oinf = ev(1), ev(2 ** 40)
+    l1, m1 = o1["stage_period_us"], oinf["stage_period_us"]
+    mF, lF, mL, lL = m1.copy(), l1.copy(), m1.copy(), l1.copy()
+    two = (out["tiles"] // a["sms"] > 0) & (cL > 0)
+    if two.any():
+        f1, finf, f2 = o1["predicted_us"], oinf["predicted_us"], ev(2)["predicted_us"]
+        kL = np.where(cL > 0, cL, 1)
+        d = (f1 - finf - cF * (lF - mF)) / kL
+        g = (f2 - finf - cF * (np.maximum(mF, lF / 2) - mF)) / kL
+        eps = 1e-9 * np.maximum(np.abs(d), 1e-30)
+        ml = np.maximum(np.where(g > eps, d - 2 * g, d), 0.0)
+        mL = np.where(two, ml, mL)
+        lL = np.where(two, ml + np.maximum(d, 0.0), lL)
+    return (mF, lF), (mL, lL)
+
+
+def pipelined_table(shape: Shape, space: list[KernelConfig], pset: ParamSet, index: dict) -> PipeTable:
+    """Run ws_pipelined.evaluate() on the whole space at ``shape`` and split it as
+
+        time(c, raster, persistent, B) = A + cF * max(mF, lF/B) + cL * max(mL, lL/B)
+        wait = time - D
+
+    with A and D per (tile class, raster, persistent), cF, cL per class, (m, l) per
+    (class, raster): the only assumption is that the ring depth B enters the model
+    through the pipelined K loop's period (S - 1 periods per tile of the full and the
+    last wave). That A is the same for every B of a group, and D too, is checked here on
+    every configuration: if the model's dependence on B is not of this form (e.g. B also
+    enters the L2 window or the fill), the table falls back to ``symbolic=False``.
+    """
+    from ..models import ws_pipelined as wp
+
+    a = _pipe_inputs(shape, space, pset)
+    out = wp.evaluate(**a)
+    pred = out["predicted_us"]
+    # MATH warps' waiting: the K loops' critical path (exposed fills + loops) minus pure multiply time
+    wait = out["fill_us"] + out["mainloop_us"] - out["waves"] * out["k_stages"] * out["stage_math_us"]
+    tiles, s = out["tiles"], out["k_stages"]
+    full_waves, has_rem = tiles // a["sms"], (tiles % a["sms"]) > 0
+    cF, cL = full_waves * (s - 1), has_rem * (s - 1)
+    (mF, lF), (mL, lL) = _pipe_periods(a, out, cF, cL)
+    b = a["stages"].astype(np.float64)
+    A = pred - cF * np.maximum(mF, lF / b) - cL * np.maximum(mL, lL / b)
+    D = pred - wait
+    groups: dict = {}
+    for j, c in enumerate(space):
+        groups.setdefault((index[class_key(c)], _RASTER[c.raster], bool(c.persistent)), []).append(j)
+    dev = 0.0
+    classes: dict = {}
+    for (i, r, p), js in groups.items():
+        j0 = js[0]
+        for arr_ in (A, D, mF, lF, mL, lL):
+            dev = max(dev, float(np.max(np.abs(arr_[js] - arr_[j0]) / pred[js])))
+        d = classes.setdefault(i, {"cF": int(cF[j0]), "cL": int(cL[j0]), "per": {}, "A": {}, "D": {}})
+        d["per"].setdefault(r, ((Q(mF[j0]), Q(lF[j0])), (Q(mL[j0]), Q(lL[j0]))))
+        d["A"][(r, p)] = Q(A[j0])
+        d["D"][(r, p)] = Q(D[j0])
+    symbolic = dev <= PIPE_TOL and bool(np.all(lF >= mF) & np.all(lL >= mL)) and bool(np.all(mF > 0) & np.all(mL > 0))
+    return PipeTable(symbolic=symbolic, classes=classes, space=list(space), index=index,
+                     pred=pred, wait=wait, stages=tuple(sorted({c.stages for c in space})), max_dev=dev)
+
+
 # ------------------------------------------------------------------ tie-break rank
 
 
@@ -233,7 +427,7 @@ def _rank_parts(space: list[KernelConfig], model: str):
     classes = sorted({class_key(c) for c in space})
     index = {k: i for i, k in enumerate(classes)}
     bmax = max(c.stages for c in space)
-    pref = model == "ws-persistent"
+    pref = model != "ws-stage"  # the kernel the model describes: persistent for the persistent models
     return classes, index, bmax, pref
 
 
@@ -277,6 +471,9 @@ _MODEL_VARS = {
                  ("Sm", "Real"), ("wave", "Real"), ("wait1", "Real")),
     "ws-persistent": (("fw", "Int"), ("rem", "Int"), ("first_dma", "Real"), ("mainloop", "Real"),
                       ("last_epi", "Real"), ("rem_wave", "Real"), ("math", "Real")),
+    "ws-pipelined": (("mF", "Real"), ("lF", "Real"), ("BF", "Int"), ("mL", "Real"), ("lL", "Real"),
+                     ("BL", "Int"), ("A", "Real"), ("D", "Real"), ("qF", "Real"), ("qL", "Real"),
+                     ("PkF", "Real"), ("PkL", "Real")),
 }
 _FIELD_VAR = {"tile_m": "tm", "tile_n": "tn", "tile_k": "tk", "cluster_m": "cm", "cluster_n": "cn",
               "stages": "b", "persistent": "pers", "raster": "raster"}
@@ -345,8 +542,10 @@ def skeleton(space: list[KernelConfig], model: str, smem_limit: int) -> Skeleton
 
 
 def encode_text(C: Consts, sk: Skeleton, model: str, fix: dict | None = None,
-                wave_end: str = "ours") -> list[str]:
-    """SMT-LIB lines of one shape: the skeleton, pinned fields, the model's tables."""
+                wave_end: str = "ours", tab: PipeTable | None = None) -> list[str]:
+    """SMT-LIB lines of one shape: the skeleton, pinned fields, the model's tables.
+
+    ws-pipelined needs ``tab`` (pipelined_table of the same shape and space)."""
     L = list(sk.lines)
     for name, value in (fix or {}).items():
         var = _FIELD_VAR[name]
@@ -390,9 +589,52 @@ def encode_text(C: Consts, sk: Skeleton, model: str, fix: dict | None = None,
                 f"(= last_epi (+ {epi} (* (to_real (ite (> rem 0) rem {F})) {st}))) "
                 f"(= wait (- (+ first_dma mainloop) (* (to_real (+ fw (ite (> rem 0) 1 0))) math))))))")
         L.append(f"(assert (= time (+ {init} first_dma mainloop last_epi)))")
+    elif model == "ws-pipelined":
+        if tab is None:
+            raise ValueError("ws-pipelined: encode_text needs the shape's pipelined_table")
+        L += _encode_pipelined(sk, tab)
     else:
         raise UserError(f"model {model!r}: the Z3 optimizer encodes {', '.join(MODELS)}")
     return L
+
+
+def _encode_pipelined(sk: Skeleton, tab: PipeTable) -> list[str]:
+    """ws-pipelined lines (symbolic): see the module doc. Tabled fallback: one line per
+    configuration with its time and wait."""
+    L = []
+    if not tab.symbolic:
+        for c, (t, w) in tab.exact.items():
+            cond = (f"(= cls {sk.index[class_key(c)]}) (= raster {_RASTER[c.raster]}) "
+                    f"{'pers' if c.persistent else '(not pers)'} (= b {c.stages})")
+            L.append(f"(assert (=> (and {cond}) (and (= time {_num(t)}) (= wait {_num(w)}))))")
+        return L
+    for i, d in sorted(tab.classes.items()):
+        terms = ["A"] + [f"(* {c}.0 {v})" for c, v in ((d["cF"], "PkF"), (d["cL"], "PkL")) if c]
+        L.append(f"(assert (=> (= cls {i}) (= time (+ {' '.join(terms)} 0.0))))")
+        for r in sorted(d["per"]):
+            (mF, lF, BF), (mL, lL, BL) = (_period_parts(m, l) for m, l in d["per"][r])
+            L.append(f"(assert (=> (and (= cls {i}) (= raster {r})) (and (= mF {_num(mF)}) (= lF {_num(lF)}) "
+                     f"(= BF {BF}) (= mL {_num(mL)}) (= lL {_num(lL)}) (= BL {BL}))))")
+            for p in (False, True):
+                if (r, p) not in d["A"]:
+                    continue
+                a = d["A"][(r, p)]
+                # implied bound: the periods are at least m, so time >= A + cF*mF + cL*mL
+                # (redundant, but it lets bound propagation prune a group; ~10x faster)
+                floor = a + d["cF"] * mF + d["cL"] * mL
+                L.append(f"(assert (=> (and (= cls {i}) (= raster {r}) {'pers' if p else '(not pers)'}) "
+                         f"(and (= A {_num(a)}) (= D {_num(d['D'][(r, p)])}) (>= time {_num(floor)}))))")
+    for v in tab.stages:
+        L.append(f"(assert (=> (= b {v}) (and (= qF (/ lF {v}.0)) (= qL (/ lL {v}.0)))))")
+    L.append("(assert (and (= PkF (ite (>= b BF) mF qF)) (= PkL (ite (>= b BL) mL qL))))")
+    L.append("(assert (= wait (- time D)))")
+    return L
+
+
+def _period_parts(m: Fraction, l: Fraction) -> tuple[Fraction, Fraction, int]:
+    """(m, l, B*) with max(m, l/B) = m if B >= B* else l/B, for integer B >= 1:
+    B* = ceil(l/m) (m > 0, checked by pipelined_table)."""
+    return m, l, max(1, math.ceil(l / m))
 
 
 def encoding_size(lines: list[str]) -> tuple[int, int]:
@@ -464,6 +706,7 @@ class Solution:
     n_classes: int = 0
     n_assertions: int = 0
     n_vars: int = 0
+    encoding: str = "symbolic"  # ws-pipelined: "tabled" where the decomposition did not reproduce evaluate()
 
     def to_dict(self) -> dict:
         c = self.config
@@ -473,7 +716,8 @@ class Solution:
                "predicted_us": self.predicted_us, "math_wait_us": self.math_wait_us,
                "breakdown": self.breakdown, "solve_s": self.solve_s,
                "n_configs": self.n_configs, "n_classes": self.n_classes,
-               "n_assertions": self.n_assertions, "n_vars": self.n_vars}
+               "n_assertions": self.n_assertions, "n_vars": self.n_vars,
+               "encoding": self.encoding}
         r = self.runner_up
         out["runner_up"] = None if r is None else {
             **{f: getattr(r.config, f) for f in FIELDS}, "predicted_us": r.predicted_us,
@@ -542,6 +786,8 @@ def evaluate_space(shape: Shape, configs: list[KernelConfig], pset: ParamSet, mo
     from ..models import get_model
 
     mod = get_model(model)
+    if model == "ws-pipelined":
+        return mod.evaluate(**_pipe_inputs(shape, configs, pset))
     gpu = pset.gpu
     dtype = configs[0].dtype
     family = configs[0].family
@@ -613,7 +859,8 @@ def solve(shape, family: str, gpu: GPU, params: ParamSet, model: str = "ws-stage
     t0 = time.perf_counter()
     C = _consts(shp, family, gpu, params)
     sk = skeleton(space, model, gpu.smem_per_block)
-    lines = encode_text(C, sk, model, fix, wave_end)
+    tab = pipelined_table(shp, space, params, sk.index) if model == "ws-pipelined" else None
+    lines = encode_text(C, sk, model, fix, wave_end, tab)
     solver = z3.SimpleSolver()
     solver.from_string("\n".join(lines))
     objectives = [_zv("time"), _zv("wait"), _zv("rank")]
@@ -642,7 +889,8 @@ def solve(shape, family: str, gpu: GPU, params: ParamSet, model: str = "ws-stage
     return Solution(shape=shp, family=family, model=model, config=cfg, predicted_us=float(t_ex),
                     math_wait_us=float(w_ex), breakdown=bd, runner_up=ru, solve_s=solve_s,
                     runner_up_s=ru_s, predicted_exact=t_ex, wait_exact=w_ex, n_configs=len(space),
-                    n_classes=len(sk.classes), n_assertions=n_assert, n_vars=n_vars)
+                    n_classes=len(sk.classes), n_assertions=n_assert, n_vars=n_vars,
+                    encoding="tabled" if tab is not None and not tab.symbolic else "symbolic")
 
 
 # ------------------------------------------------------------------ exhaustive references
@@ -650,10 +898,11 @@ def solve(shape, family: str, gpu: GPU, params: ParamSet, model: str = "ws-stage
 
 def exhaustive_exact(shape, family: str, gpu: GPU, params: ParamSet, model: str = "ws-stage",
                      space: list[KernelConfig] | None = None, wave_end: str = "ours",
-                     dtype: str | None = None):
+                     dtype: str | None = None, fix: dict | None = None):
     """Enumerate the space with exact rationals; the lexicographic (time, wait, rank) minimum.
 
-    Returns (config, time, wait) with Fractions.
+    ``fix``: pinned fields, as in solve() (the model's tables are still those of the whole
+    space, as solve() builds them). Returns (config, time, wait) with Fractions.
     """
     shp = _shape_for(shape, family, dtype)
     if space is None:
@@ -661,13 +910,19 @@ def exhaustive_exact(shape, family: str, gpu: GPU, params: ParamSet, model: str 
     space = [c for c in space if c.family == family and c.dtype == shp.dtype]
     C = _consts(shp, family, gpu, params)
     _, index, bmax, pref = _rank_parts(space, model)
+    tab = pipelined_table(shp, space, params, index) if model == "ws-pipelined" else None
     cache = {}
     best = None
     for c in space:
-        key = (class_key(c), c.stages >= 2)
-        if key not in cache:
-            cache[key] = exact_objectives(C, c, model, wave_end)
-        t, w = cache[key]
+        if fix and any(getattr(c, f) != v for f, v in fix.items()):
+            continue
+        if tab is not None:
+            t, w = tab.exact[c]
+        else:
+            key = (class_key(c), c.stages >= 2)
+            if key not in cache:
+                cache[key] = exact_objectives(C, c, model, wave_end)
+            t, w = cache[key]
         cand = (t, w, tie_rank(c, index, bmax, pref), c)
         if best is None or cand[:3] < best[:3]:
             best = cand
@@ -689,6 +944,8 @@ def exhaustive_float(shape, family: str, gpu: GPU, params: ParamSet, model: str 
     pred = out["predicted_us"]
     if model == "ws-stage":
         wait = out["total_math_wait_us"]
+    elif model == "ws-pipelined":
+        wait = out["fill_us"] + out["mainloop_us"] - out["waves"] * out["k_stages"] * out["stage_math_us"]
     else:
         waves = out["waves"]
         wait = out["first_dma_us"] + out["mainloop_us"] - waves * out["wave_math_us"]
