@@ -108,3 +108,12 @@ def test_row_alignment_slows_misaligned_pitch_only():
     df = rows(m=[8192] * 3, n=[8192] * 3, k=[3000, 3072, 2047], tile_m=[128] * 3, tile_n=[64] * 3)
     on, off = pred(df), pred(df, row_alignment=False)
     assert on[0] > off[0] * 1.2 and on[1] == off[1] and on[2] == off[2]
+
+
+def test_ring_latency_makes_deeper_rings_pay_on_load_bound_tiles():
+    df = rows(m=[6144] * 2, n=[6144] * 2, k=[6144] * 2, tile_m=[64] * 2, tile_n=[64] * 2, stages=[4, 6],
+              persistent=[True] * 2)
+    on, off = pred(df), pred(df, ring_latency=False)
+    assert on[0] / on[1] > off[0] / off[1] and on[0] > on[1]
+    # the fill (first load) keeps the microbenchmark latency
+    assert W.predict(df, PS)["fill_us"][0] == pytest.approx(W.predict(df, PS, ring_latency=False)["fill_us"][0])

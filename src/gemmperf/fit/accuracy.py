@@ -29,7 +29,9 @@ accuracy.json: {model: {family: metrics}, "heldout": {model: {family: metrics}},
 Runtime: every fit here runs with BLAS limited to one thread (``single_thread_blas``).
 The fits' linear algebra is on 13-column Jacobians, where OpenBLAS's thread start-up
 and spinning cost ~100x the work (an SVD of 3000 x 13: 16 ms on 2 threads, 0.5 ms on
-one); limiting it cut `gemmperf accuracy` from ~5.5 min to ~1 min on 2 cores.
+one); limiting it cut `gemmperf accuracy` from ~5.5 min to ~1.5 min on 2 cores. The
+(variant, fold) fits are independent tasks; with ``jobs`` > 1 (the CLI's default: every
+available core) they run on spawned worker processes (figures equal to 1e-9).
 """
 
 from __future__ import annotations
@@ -174,20 +176,55 @@ def _predict_fit(test, fitted, corr, model_options=None):
     return pred
 
 
+def _fit_task(task):
+    """One (variant, fold): fit on train, predict test -> (predictions, params, correction, report)."""
+    train, test, pset, opts, with_resid = task
+    with single_thread_blas():
+        fitted, corr, report = fit_all(train, pset, opts, residual=with_resid)
+        return _predict_fit(test, fitted, corr, opts), fitted, corr, report
+
+
+def available_cores() -> int:
+    import os
+
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:
+        return max(os.cpu_count() or 1, 1)
+
+
+def _run_tasks(tasks, jobs: int):
+    """Results of ``_fit_task`` in task order; jobs <= 1: in this process, else on
+    ``jobs`` spawned worker processes (fits are single-threaded; BLAS pools at 1)."""
+    jobs = min(int(jobs or 1), len(tasks))
+    if jobs <= 1:
+        return [_fit_task(t) for t in tasks]
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as ex:
+        # the longest tasks (constants + residual trees) first, so the pool ends together
+        order = sorted(range(len(tasks)), key=lambda i: not tasks[i][4])
+        futures = {i: ex.submit(_fit_task, tasks[i]) for i in order}
+        return [futures[i].result() for i in range(len(tasks))]
+
+
 def evaluate_accuracy(measurements: dict[str, pl.DataFrame], pset: ParamSet, heldout: str | None = None,
                       models=None, n_splits: int = 5, residual: bool = True, ablations: bool = True,
-                      progress=print, shipped: dict | None = None) -> tuple[dict, pl.DataFrame]:
+                      progress=print, shipped: dict | None = None, jobs: int = 1) -> tuple[dict, pl.DataFrame]:
     """(accuracy dict, out-of-sample predictions of every row by every model).
 
     ``shipped``: a dict that receives the fit on every development row (what
     ``fit_shipped`` returns: "params", "correction", "report") when the held-out list is
-    scored, so callers need not fit it again."""
+    scored, so callers need not fit it again. ``jobs``: worker processes for the
+    (variant, fold) fits (1: all in this process; the figures do not depend on it)."""
     with single_thread_blas():
         return _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, ablations, progress,
-                                  shipped)
+                                  shipped, jobs)
 
 
-def _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, ablations, progress, shipped):
+def _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, ablations, progress, shipped,
+                       jobs):
     dev, held = split_rows(measurements, heldout)
     if dev.height == 0:
         raise UserError("no development measurements (all rows are held out or invalid)")
@@ -215,23 +252,26 @@ def _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, 
     variants = [(FIT, None, residual)]
     if ablations:
         variants += [(f"{FIT}-no-{e}", {e: False}, False) for e in W.EFFECTS]
+    # every (variant, fold) fit is independent: (train, test, options, residual) tasks,
+    # run here or on `jobs` worker processes; each sees its training rows only
+    tasks = []
     for name, opts, with_resid in variants:
-        oof_fit, oof_res = [], []
         for train_idx, test_idx in folds:
             train, test = dev[train_idx], dev[test_idx]
             assert not set(train.get_column("shape")) & set(test.get_column("shape"))
-            fitted, corr, _ = fit_all(train, pset, opts, residual=with_resid)
-            p = _predict_fit(test, fitted, corr, opts)
-            oof_fit.append(p)
-        oof = pl.concat(oof_fit, how="diagonal_relaxed")
+            tasks.append((train, test, pset, opts, with_resid))
+        if held.height:
+            tasks.append((dev, held, pset, opts, with_resid))
+    results = iter(_run_tasks(tasks, jobs))
+    for name, opts, with_resid in variants:
+        oof = pl.concat([next(results)[0] for _ in folds], how="diagonal_relaxed")
         record(name, "cv", oof, folds=k)
         if with_resid:
             record(RESID, "cv", oof, col="corrected_us", folds=k)
         if held.height:
-            fitted, corr, report = fit_all(dev, pset, opts, residual=with_resid)
+            p, fitted, corr, report = next(results)
             if opts is None and shipped is not None:
                 shipped.update(params=fitted, correction=corr, report=report)
-            p = _predict_fit(held, fitted, corr, opts)
             record(name, "heldout", p, folds=0)
             if with_resid:
                 record(RESID, "heldout", p, col="corrected_us", folds=0)

@@ -80,7 +80,7 @@ def cmd_fit(a) -> int:
 
 
 def cmd_accuracy(a) -> int:
-    from .accuracy import evaluate_accuracy, fit_shipped, table
+    from .accuracy import available_cores, evaluate_accuracy, fit_shipped, table
 
     pset = _base_params(a)
     meas = _read_measurements(a.measurements)
@@ -90,7 +90,8 @@ def cmd_accuracy(a) -> int:
     shipped: dict = {}
     acc, preds = evaluate_accuracy(meas, pset, heldout=a.heldout, models=models, n_splits=a.folds,
                                    residual=not a.no_residual, ablations=not a.no_ablations,
-                                   progress=lambda s: print(s, file=sys.stderr), shipped=shipped)
+                                   progress=lambda s: print(s, file=sys.stderr), shipped=shipped,
+                                   jobs=a.jobs if a.jobs > 0 else available_cores())
     _write(a.out, json.dumps(acc, indent=2) + "\n")
     print(f"wrote {a.out}", file=sys.stderr)
     if a.table:
@@ -133,4 +134,6 @@ def add_parser(sub) -> None:
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--no-residual", action="store_true", help="skip the residual correction")
     p.add_argument("--no-ablations", action="store_true", help="skip refitting with each effect off")
+    p.add_argument("--jobs", type=int, default=0,
+                   help="worker processes for the per-fold fits (default 0: every available core)")
     p.set_defaults(func=cmd_accuracy)

@@ -4,7 +4,7 @@ Persistent or not, one CTA per SM; each CTA runs whole output tiles. Beyond
 ``ws-persistent`` (gemm-model's phases) this model follows the ws-hopper kernel as it is
 written: a producer issues TMA loads of A and B k-blocks into a ring of B = ``stages``
 buffers; the consumer warpgroups run wgmma on them and, for the same tile, the epilogue
-(registers -> global stores). Seven effects, each with a switch (keyword flags of
+(registers -> global stores). Eight effects, each with a switch (keyword flags of
 ``evaluate`` / ``predict``, or ``model_options={...}``); switched off, an effect falls
 back to the plain ``ws-stage`` / ``ws-persistent`` assumption so its contribution shows.
 
@@ -38,7 +38,7 @@ Per-k-block bytes a CTA requests: Bs = (TM/cn + TN/cm)*TK*b (cluster multicast).
 4. ``pipelining`` -- the K loop of a tile through the ring. A buffer's cycle is load
    latency + transfer + multiply, and B buffers rotate, so the steady period is the
    max-plus cycle mean
-       Pk = max(Tc, x, (load_latency_us + x + Tc) / B)
+       Pk = max(Tc, x, (lat_ring + x + Tc) / B)   (lat_ring: effect 8)
    and the loop of one tile takes fill + (S - 1)*Pk + Tc with fill = load_latency_us + x.
    Off: the whole K extent is one block (gemm-model): loop = fill + max(S*x, S*Tc).
 5. ``padding`` -- sizes that are not tile multiples. The kernel computes whole tiles:
@@ -55,9 +55,19 @@ Per-k-block bytes a CTA requests: Bs = (TM/cn + TN/cm)*TK*b (cluster multicast).
    x >= Bs / sm_load_bytes_per_us.
 7. ``row_alignment`` -- A and B rows are pad_k(K) = ceil(K/8)*8 elements apart; when that
    pitch is not a multiple of the 128-byte line, a box row straddles two lines for all
-   but a share gcd(pitch, 128)/128 of the rows, so the request-bound terms (the L2 term
-   of 2 and the SM term of 6) count lines = 2 - gcd(pitch, 128)/128 per box row (1.875
-   for K = 3000, 1 for K = 4096 or 2047). Off: lines = 1.
+   but a share gcd(pitch, 128)/128 of the rows, and off its 32-byte sectors for all but
+   a share gcd(pitch, 32)/32, so the request-bound terms (the L2 term of 2 and the SM
+   term of 6) count, per box row,
+       lines = 1 + line_split_cost*(1 - gcd(p,128)/128) + sector_split_cost*(1 - gcd(p,32)/32)
+   (both fitted, ~0.4 and ~1.5: K = 3000, pitch 16 mod 32, 1.8x; K = 2000, 32-byte
+   aligned, 1.3x; K = 4096 or 2047, padded to 2048, 1). Off: lines = 1.
+8. ``ring_latency`` -- a ring slot's round trip (consumer releases, the producer's
+   mbarrier wait wakes, TMA issues, the load crosses a loaded L2/NoC, complete_tx wakes
+   the consumer) is longer than the microbenchmarks' load latency: the latency term of
+   the steady period uses lat_ring = load_latency_us + ring_extra_latency_us (fitted,
+   default 0.5 us), Pk = max(Tc, x, (lat_ring + x + Tc)/B); the fill keeps
+   load_latency_us. This is what makes 6 stages beat 4 on load-bound 64-row tiles
+   (6144^3 64x64 persistent: 1279 vs 1623 us). Off: lat_ring = load_latency_us.
 
 Epilogue of one tile (consumer warps, after the tile's last multiply):
     E(a) = t_epilogue_us + max(TM*TN*ob*f / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us)
@@ -77,7 +87,8 @@ present, else descriptor defaults (``default_constants``): dram_eff_bytes_per_us
 datasheet), l2_bytes_per_us (4 x DRAM datasheet), smem_bytes_per_us (128 B/clk),
 store_bytes_per_us (64 B/clk), l2_effective_fraction (0.5: one L2 partition),
 l2_window_kblocks (16), scalar_store_factor (4), tile_overhead_us (0.05),
-cta_launch_us (0.5).
+cta_launch_us (0.5), sm_load_bytes_per_us (48 B/clk), l2_skew_kblocks (1),
+line_split_cost (1), sector_split_cost (1), ring_extra_latency_us (0.5).
 
 Limiter of the first wave's steady state: "load" (x), "l2" (x from the L2 term),
 "math", "smem", "latency" (the (lat + x + Tc)/B term), "epilogue" (E exceeds the loop).
@@ -97,12 +108,14 @@ from . import common
 
 NAME = "ws-pipelined"
 LIMITERS = ("load", "l2", "math", "smem", "latency", "epilogue")
-EFFECTS = ("pipelining", "bandwidth_sharing", "l2_reuse", "smem_limit", "padding", "sm_load_cap", "row_alignment")
+EFFECTS = ("pipelining", "bandwidth_sharing", "l2_reuse", "smem_limit", "padding", "sm_load_cap", "row_alignment",
+           "ring_latency")
 RASTER_CODES = {"row": 0, "column": 1, "grouped": 2}
 GROUP_M = 8  # kernels/common.py GROUP_M
 CONSTANTS = ("dram_eff_bytes_per_us", "l2_bytes_per_us", "smem_bytes_per_us", "store_bytes_per_us",
              "l2_effective_fraction", "l2_window_kblocks", "scalar_store_factor",
-             "tile_overhead_us", "cta_launch_us", "sm_load_bytes_per_us", "l2_skew_kblocks")
+             "tile_overhead_us", "cta_launch_us", "sm_load_bytes_per_us", "l2_skew_kblocks",
+             "line_split_cost", "sector_split_cost", "ring_extra_latency_us")
 INPUTS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n",
           "persistent", "raster", "in_bytes", "out_bytes", "sf_bytes_per_elem", "sms", "l2_bytes",
           "t_init_us", "t_epilogue_us", "load_bytes_per_us", "load_latency_us",
@@ -125,6 +138,9 @@ def default_constants(gpu) -> dict[str, float]:
         "cta_launch_us": 0.5,  # non-persistent: CTA start, barrier init, tensormap prefetch
         "sm_load_bytes_per_us": 48.0 * clock,  # one SM's TMA box rate (L2 -> SM), zero-fill included
         "l2_skew_kblocks": 1.0,  # k-blocks of lag per CTA of launch-order distance
+        "line_split_cost": 1.0,  # extra requests of a box row straddling two 128-byte lines
+        "sector_split_cost": 1.0,  # extra requests of a box row not on a 32-byte sector
+        "ring_extra_latency_us": 0.5,  # a ring slot's round trip beyond the load latency (~1000 clk)
     }
 
 
@@ -203,17 +219,19 @@ def wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_by
     return np.where(fits, np.maximum(h, np.clip(compulsory, 0.0, 1.0)), h)
 
 
-def line_factor(k, in_bytes, line=128, pad_elems=8):
-    """L2 requests per 128-byte box row (effect 7, ``row_alignment``).
+def line_factor(k, in_bytes, line_cost=1.0, sector_cost=0.0, pad_elems=8):
+    """Requests per 128-byte box row, relative to an aligned one (effect 7, ``row_alignment``).
 
     A and B rows are pad_k(K) = ceil(K/8)*8 elements apart (kernels/launch.py), so the
     pitch p = pad_k(K)*b is a multiple of 16 bytes but not always of the 128-byte line:
-    row r starts at r*p mod 128, which is 0 for a share gcd(p, 128)/128 of the rows.
-    Every other row's 128-byte box row straddles two lines: two requests to L2 and
-    through the SM's TMA path instead of one. Returns 1 + (1 - gcd(p, 128)/128)."""
+    row r starts at r*p mod 128, which is 0 for a share gcd(p, 128)/128 of the rows and
+    on a 32-byte sector for a share gcd(p, 32)/32. A box row off its line straddles two
+    lines (``line_cost`` extra requests); one off its sector also spans 5 sectors and is
+    split again (``sector_cost``). Returns
+        1 + line_cost * (1 - gcd(p, 128)/128) + sector_cost * (1 - gcd(p, 32)/32)."""
     pitch = ((np.asarray(k, dtype=np.int64) + pad_elems - 1) // pad_elems) * pad_elems \
         * np.asarray(in_bytes).astype(np.int64)
-    return 2.0 - np.gcd(pitch, line) / float(line)
+    return 1.0 + line_cost * (1.0 - np.gcd(pitch, 128) / 128.0) + sector_cost * (1.0 - np.gcd(pitch, 32) / 32.0)
 
 
 # ------------------------------------------------------------------ evaluate
@@ -224,7 +242,8 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
              load_bytes_per_us, load_latency_us, math_flops_per_us, math_latency_us, l2_hit_rate,
              dram_eff_bytes_per_us, l2_bytes_per_us, smem_bytes_per_us, store_bytes_per_us,
              l2_effective_fraction, l2_window_kblocks, scalar_store_factor, tile_overhead_us,
-             cta_launch_us, sm_load_bytes_per_us, l2_skew_kblocks, model_options=None, **flags) -> dict[str, np.ndarray]:
+             cta_launch_us, sm_load_bytes_per_us, l2_skew_kblocks, line_split_cost, sector_split_cost,
+             ring_extra_latency_us, model_options=None, **flags) -> dict[str, np.ndarray]:
     o = _options(model_options, flags)
     f64 = np.float64
     m, n, k = (np.asarray(x, dtype=np.int64) for x in (m, n, k))
@@ -254,7 +273,7 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
         req_eff = req
     # effect 7: rows of A and B (pitch = K rounded up to 8 elements) that do not start on a
     # 128-byte line make each 128-byte box row two L2 requests instead of one
-    lines = line_factor(k, in_bytes) if o["row_alignment"] else 1.0
+    lines = line_factor(k, in_bytes, line_split_cost, sector_split_cost) if o["row_alignment"] else 1.0
 
     # -- math and shared memory (effect 3)
     t_math = 2.0 * tile_m * tile_n * tile_k / math_flops_per_us + math_latency_us
@@ -290,12 +309,13 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
     x_last, _ = stage_load(last_a, h_last)
 
     lat = load_latency_us
+    lat_ring = lat + ring_extra_latency_us if o["ring_latency"] else lat
 
     def loop(x):
         """(fill, rest of the K loop after the fill, steady period) of one tile."""
         fill = lat + x
         if o["pipelining"]:
-            period = np.maximum(np.maximum(t_c, x), (lat + x + t_c) / stages)
+            period = np.maximum(np.maximum(t_c, x), (lat_ring + x + t_c) / stages)
             return fill, (s - 1) * period + t_c, period
         return fill, np.maximum(s * x, s * t_c) - x, np.maximum(x, t_c)
 
@@ -330,7 +350,7 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
     total = init + fill + mainloop + epi + overhead
 
     # limiter of the first wave's steady state
-    lat_term = (lat + x_first + t_c) / stages if o["pipelining"] else np.zeros_like(x_first)
+    lat_term = (lat_ring + x_first + t_c) / stages if o["pipelining"] else np.zeros_like(x_first)
     x_kind = np.where(l2_first, 1, 0)
     mem_or = np.where(x_first >= np.maximum(t_c, lat_term), x_kind,
                       np.where(t_c >= lat_term, np.where(t_smem > t_math, 3, 2) if o["smem_limit"] else 2, 4))
