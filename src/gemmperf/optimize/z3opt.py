@@ -93,6 +93,15 @@ stages: the models do not distinguish B >= 2, and a deeper buffer absorbs load
 jitter they do not see), then the kernel the model describes (non-persistent for
 ws-stage, persistent for ws-persistent and ws-pipelined), then raster row < column <
 grouped.
+
+ws-pipelined adds, before that rank, a third objective: the padded volume
+ceil(M/TM)TM * ceil(N/TN)TN * ceil(K/TK)TK (``padded_volume``; the model's
+``padding_waste`` is 1 - MNK/volume): of configurations the model predicts alike, the one
+that computes fewer padded rows and columns. And since its tables are floats from
+evaluate(), times and waits within TIE_TOL (1e-6) of the optimum time count as ties
+(``lex_minimize(tie_tol=...)``; exhaustive_exact does the same): a part per million is
+far below what the model resolves, and without it a 1e-8 difference from where a
+symmetric term binds (64x128 vs 128x64 for N = 192) decides instead of the tie-break.
 The runner-up is the best configuration with a different tile class.
 """
 
@@ -263,6 +272,10 @@ def persistent_exact(C: Consts, tm, tn, tk, cm, cn) -> tuple[Fraction, Fraction]
 # ------------------------------------------------------------------ ws-pipelined (per shape, from evaluate())
 
 PIPE_TOL = 1e-9  # relative deviation allowed between the decomposition and evaluate()
+# ws-pipelined: times (and waits) within this share of the optimum time are ties. The tables
+# are floats from evaluate(); configurations the model treats alike (e.g. 64x128 and 128x64
+# when a symmetric term binds) can come out 1 ulp apart, and the tie-break must decide them.
+TIE_TOL = Fraction(1, 10**6)
 
 
 @dataclass
@@ -334,6 +347,14 @@ def _pipe_inputs(shape: Shape, configs: list[KernelConfig], pset: ParamSet) -> d
     for name, v in (("m", shape.m), ("n", shape.n), ("k", shape.k)):
         arr[name] = np.full(n, v, dtype=np.int64)
     return arr
+
+
+def padded_volume(shape: Shape, c: KernelConfig) -> int:
+    """The tiles' padded extent ceil(M/TM)*TM * ceil(N/TN)*TN * ceil(K/TK)*TK: the work the
+    kernel does (wgmma on whole tiles), of which M*N*K is useful (ws-pipelined's
+    ``padding_waste`` = 1 - M*N*K / this). ws-pipelined's tie-break after time and wait."""
+    return (_cdiv(shape.m, c.tile_m) * c.tile_m * _cdiv(shape.n, c.tile_n) * c.tile_n
+            * _cdiv(shape.k, c.tile_k) * c.tile_k)
 
 
 def _pk(m, l, b):
@@ -411,7 +432,8 @@ def pipelined_table(shape: Shape, space: list[KernelConfig], pset: ParamSet, ind
         j0 = js[0]
         for arr_ in (A, D, mF, lF, mL, lL):
             dev = max(dev, float(np.max(np.abs(arr_[js] - arr_[j0]) / pred[js])))
-        d = classes.setdefault(i, {"cF": int(cF[j0]), "cL": int(cL[j0]), "per": {}, "A": {}, "D": {}})
+        d = classes.setdefault(i, {"cF": int(cF[j0]), "cL": int(cL[j0]), "per": {}, "A": {}, "D": {},
+                                   "vol": padded_volume(shape, space[j0])})
         d["per"].setdefault(r, ((Q(mF[j0]), Q(lF[j0])), (Q(mL[j0]), Q(lL[j0]))))
         d["A"][(r, p)] = Q(A[j0])
         d["D"][(r, p)] = Q(D[j0])
@@ -473,7 +495,7 @@ _MODEL_VARS = {
                       ("last_epi", "Real"), ("rem_wave", "Real"), ("math", "Real")),
     "ws-pipelined": (("mF", "Real"), ("lF", "Real"), ("BF", "Int"), ("mL", "Real"), ("lL", "Real"),
                      ("BL", "Int"), ("A", "Real"), ("D", "Real"), ("qF", "Real"), ("qL", "Real"),
-                     ("PkF", "Real"), ("PkL", "Real")),
+                     ("PkF", "Real"), ("PkL", "Real"), ("vol", "Int")),
 }
 _FIELD_VAR = {"tile_m": "tm", "tile_n": "tn", "tile_k": "tk", "cluster_m": "cm", "cluster_n": "cn",
               "stages": "b", "persistent": "pers", "raster": "raster"}
@@ -606,11 +628,12 @@ def _encode_pipelined(sk: Skeleton, tab: PipeTable) -> list[str]:
         for c, (t, w) in tab.exact.items():
             cond = (f"(= cls {sk.index[class_key(c)]}) (= raster {_RASTER[c.raster]}) "
                     f"{'pers' if c.persistent else '(not pers)'} (= b {c.stages})")
-            L.append(f"(assert (=> (and {cond}) (and (= time {_num(t)}) (= wait {_num(w)}))))")
+            L.append(f"(assert (=> (and {cond}) (and (= time {_num(t)}) (= wait {_num(w)}) "
+                     f"(= vol {tab.classes[sk.index[class_key(c)]]['vol']}))))")
         return L
     for i, d in sorted(tab.classes.items()):
         terms = ["A"] + [f"(* {c}.0 {v})" for c, v in ((d["cF"], "PkF"), (d["cL"], "PkL")) if c]
-        L.append(f"(assert (=> (= cls {i}) (= time (+ {' '.join(terms)} 0.0))))")
+        L.append(f"(assert (=> (= cls {i}) (and (= time (+ {' '.join(terms)} 0.0)) (= vol {d['vol']}))))")
         for r in sorted(d["per"]):
             (mF, lF, BF), (mL, lL, BL) = (_period_parts(m, l) for m, l in d["per"][r])
             L.append(f"(assert (=> (and (= cls {i}) (= raster {r})) (and (= mF {_num(mF)}) (= lF {_num(lF)}) "
@@ -654,17 +677,21 @@ def _zv(name: str):
     return _Z[name]
 
 
-def lex_minimize(solver: z3.Solver, objectives: list) -> z3.ModelRef | None:
+def lex_minimize(solver: z3.Solver, objectives: list, tie_tol: Fraction = Fraction(0),
+                 n_tol: int = 0) -> z3.ModelRef | None:
     """Lexicographic minimization by OptSMT linear search: strengthen until unsat.
 
     For each objective in turn: take the current model's value v, assert obj < v,
     re-check; on unsat, v is the minimum (the domain is finite and every bound is
     attained), and obj == v is kept for the next objective. None if unsatisfiable.
+    ``tie_tol``/``n_tol``: the first n_tol objectives keep obj <= v + tie_tol * |v0| (v0
+    the first objective's minimum) instead: values that close count as ties.
     """
     if solver.check() != z3.sat:
         return None
     m = solver.model()
-    for obj in objectives:
+    scale = None
+    for n, obj in enumerate(objectives):
         val = m.eval(obj, model_completion=True)
         solver.push()
         while True:
@@ -674,7 +701,15 @@ def lex_minimize(solver: z3.Solver, objectives: list) -> z3.ModelRef | None:
             m = solver.model()
             val = m.eval(obj, model_completion=True)
         solver.pop()
-        solver.add(obj == val)
+        if scale is None:
+            scale = abs(_val(m, obj))
+        if n < n_tol and tie_tol:
+            solver.add(obj <= val + z3.RealVal(tie_tol * scale))
+            if n + 1 < len(objectives):
+                solver.check()  # the model for the next objective's start (sat: val itself is feasible)
+                m = solver.model()
+        else:
+            solver.add(obj == val)
     return m
 
 
@@ -863,9 +898,10 @@ def solve(shape, family: str, gpu: GPU, params: ParamSet, model: str = "ws-stage
     lines = encode_text(C, sk, model, fix, wave_end, tab)
     solver = z3.SimpleSolver()
     solver.from_string("\n".join(lines))
-    objectives = [_zv("time"), _zv("wait"), _zv("rank")]
+    objectives = [_zv("time"), _zv("wait")] + ([_zv("vol")] if model == "ws-pipelined" else []) + [_zv("rank")]
+    tol = dict(tie_tol=TIE_TOL, n_tol=2) if model == "ws-pipelined" else {}
     solver.push()
-    zm = lex_minimize(solver, objectives)
+    zm = lex_minimize(solver, objectives, **tol)
     solver.pop()
     if zm is None:
         raise UserError(_explain_unsat(family, shp.dtype, gpu, fix, space))
@@ -877,7 +913,7 @@ def solve(shape, family: str, gpu: GPU, params: ParamSet, model: str = "ws-stage
         t1 = time.perf_counter()
         solver.push()
         solver.add(_zv("cls") != sk.index[class_key(cfg)])
-        zr = lex_minimize(solver, objectives)
+        zr = lex_minimize(solver, objectives, **tol)
         if zr is not None:
             ru = RunnerUp(_decode(zr, family, shp.dtype), float(_val(zr, _zv("time"))),
                           float(_val(zr, _zv("wait"))))
@@ -912,7 +948,7 @@ def exhaustive_exact(shape, family: str, gpu: GPU, params: ParamSet, model: str 
     _, index, bmax, pref = _rank_parts(space, model)
     tab = pipelined_table(shp, space, params, index) if model == "ws-pipelined" else None
     cache = {}
-    best = None
+    cands = []
     for c in space:
         if fix and any(getattr(c, f) != v for f, v in fix.items()):
             continue
@@ -923,10 +959,17 @@ def exhaustive_exact(shape, family: str, gpu: GPU, params: ParamSet, model: str 
             if key not in cache:
                 cache[key] = exact_objectives(C, c, model, wave_end)
             t, w = cache[key]
-        cand = (t, w, tie_rank(c, index, bmax, pref), c)
-        if best is None or cand[:3] < best[:3]:
-            best = cand
-    return best[3], best[0], best[1]
+        vol = padded_volume(shp, c) if model == "ws-pipelined" else 0
+        cands.append((t, w, vol, tie_rank(c, index, bmax, pref), c))
+    if model == "ws-pipelined":  # near-ties within TIE_TOL of the optimum time, as solve()
+        t0 = min(x[0] for x in cands)
+        cands = [x for x in cands if x[0] <= t0 + TIE_TOL * abs(t0)]
+        w0 = min(x[1] for x in cands)
+        cands = [(Fraction(0), Fraction(0), *x[2:], x) for x in cands if x[1] <= w0 + TIE_TOL * abs(t0)]
+        best = min(cands, key=lambda x: x[:4])[-1]
+    else:
+        best = min(cands, key=lambda x: x[:4])
+    return best[4], best[0], best[1]
 
 
 def exhaustive_float(shape, family: str, gpu: GPU, params: ParamSet, model: str = "ws-stage",
