@@ -203,7 +203,11 @@ def wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_by
     Users d CTAs apart in launch order run skew_kblocks * d k-blocks apart, during which
     the wave streams its unique bytes per k-block; the hit share decays as
         f(d) = min(1, L2e / (unique * TK * b * (window_kblocks + skew_kblocks * d))).
-    With skew_kblocks = 0 both operands share the plain window (the original estimate)."""
+    With skew_kblocks = 0 both operands share the plain window (the original estimate).
+    Panels count their useful rows only: TMA never loads the padding rows of a tile
+    taller than the matrix (M = 1 with TM = 64), so those can be no L2 hits."""
+    tile_m = np.minimum(tile_m, m / np.maximum(tiles_m, 1))
+    tile_n = np.minimum(tile_n, n / np.maximum(tiles_n, 1))
     r_m, r_n = wave_panels(t0, a, tiles_m, tiles_n, raster)
     a1 = np.maximum(a, 1)
     unique = r_m * tile_m + r_n * tile_n
