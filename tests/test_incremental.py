@@ -68,30 +68,38 @@ def write_shipped(results: Path, slug: str, hardware: dict | None = None) -> Non
 FAKE_GEMMPERF = """#!{python}
 # Test double of a GPU for the workflow: collect and microbench answer from the shipped
 # rows; gpu-slot runs its command; everything else is the real gemmperf.
+# (a main guard: gemmperf accuracy starts spawned workers, which import this file)
 import csv, os, shutil, sys
-args = sys.argv[1:]
-if args[:1] == ["gpu-slot"]:
-    cmd = args[args.index("--") + 1:]
-    os.execvp(cmd[0], cmd)
-opts = dict(zip(args[1::2], args[2::2])) if args[:1] in (["collect"], ["microbench"]) else None
-if opts is not None and args[0] == "microbench":
-    shutil.copyfile({shipped!r} + "/microbench.csv", opts["--out"])
-    sys.exit(0)
-if opts is not None:
-    name = os.path.basename(opts["--testlist"])[:-4]
-    i, n = map(int, opts["--shard"].split("/"))
-    src = os.path.join(os.path.dirname(os.path.dirname(opts["--testlist"])), "fake-rows", name + ".csv")
-    with open(src, newline="") as fh:
-        reader = csv.DictReader(fh)
-        rows = list(reader)
-    shapes = list(dict.fromkeys((r["m"], r["n"], r["k"]) for r in rows))[i::n]
-    with open(opts["--out"], "w", newline="") as fh:
-        w = csv.DictWriter(fh, reader.fieldnames)
-        w.writeheader()
-        w.writerows(r for r in rows if (r["m"], r["n"], r["k"]) in shapes)
-    sys.exit(0)
-from gemmperf.cli import main
-sys.exit(main(args))
+
+
+def fake():
+    args = sys.argv[1:]
+    if args[:1] == ["gpu-slot"]:
+        cmd = args[args.index("--") + 1:]
+        os.execvp(cmd[0], cmd)
+    opts = dict(zip(args[1::2], args[2::2])) if args[:1] in (["collect"], ["microbench"]) else None
+    if opts is not None and args[0] == "microbench":
+        shutil.copyfile({shipped!r} + "/microbench.csv", opts["--out"])
+        sys.exit(0)
+    if opts is not None:
+        name = os.path.basename(opts["--testlist"])[:-4]
+        i, n = map(int, opts["--shard"].split("/"))
+        src = os.path.join(os.path.dirname(os.path.dirname(opts["--testlist"])), "fake-rows", name + ".csv")
+        with open(src, newline="") as fh:
+            reader = csv.DictReader(fh)
+            rows = list(reader)
+        shapes = list(dict.fromkeys((r["m"], r["n"], r["k"]) for r in rows))[i::n]
+        with open(opts["--out"], "w", newline="") as fh:
+            w = csv.DictWriter(fh, reader.fieldnames)
+            w.writeheader()
+            w.writerows(r for r in rows if (r["m"], r["n"], r["k"]) in shapes)
+        sys.exit(0)
+    from gemmperf.cli import main
+    sys.exit(main(args))
+
+
+if __name__ == "__main__":
+    fake()
 """
 
 
