@@ -52,6 +52,19 @@ def test_workflow_runs_to_the_end_then_has_nothing_to_do(small_workflow, repo_ro
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert "Nothing to be done" in dry.stdout + dry.stderr
 
+    # snakemake's own report packs the pages, one category per GPU
+    report = small_workflow / "report.zip"
+    run = snakemake(repo_root, small_workflow, "--report", str(report))
+    assert run.returncode == 0, run.stderr[-3000:]
+    import zipfile
+
+    with zipfile.ZipFile(report) as zf:
+        names = zf.namelist()
+        main = next(n for n in names if n.endswith("report.html"))
+        assert "h100-sxm5-80gb" in zf.read(main).decode(errors="replace")  # the GPU's category
+    for page in ("index", "accuracy", "errors", "roofline", "timeline", "tilings", "kernels"):
+        assert any(n.endswith(f"/{page}.html") for n in names), (page, names[:20])
+
 
 def test_changed_model_parameter_reruns_predictions_not_hardware(small_workflow, repo_root):
     assert snakemake(repo_root, small_workflow).returncode == 0
