@@ -49,13 +49,9 @@ def add_parser(subparsers) -> None:
 def _fix(a) -> dict:
     fix = {}
     if a.tile:
-        parts = a.tile.lower().split("x")
-        try:
-            tm, tn, tk = (int(x) for x in parts)
-        except ValueError:
-            raise UserError(f"--tile {a.tile!r}: expected TMxTNxTK with positive integers") from None
-        if min(tm, tn, tk) < 1:
-            raise UserError(f"--tile {a.tile!r}: expected TMxTNxTK with positive integers")
+        from ..cli import _pair
+
+        tm, tn, tk = _pair(a.tile, "--tile", 3)
         fix.update(tile_m=tm, tile_n=tn, tile_k=tk)
     if a.stages is not None:
         if a.stages < 1:
