@@ -138,8 +138,13 @@ def run(configs: pl.DataFrame, params: ParamSet, model) -> pl.DataFrame:
     df = fill_configs(configs)
     pcols = param_columns(df, params)
     work = pl.concat([df.select(c for c in INT_COLUMNS), pcols], how="horizontal")
-    out = model.evaluate(**arrays(work, model.INPUTS))
-    limiter = np.asarray(model.LIMITERS, dtype=object)[out.pop("limiter")]
+    return attach(df, model.evaluate(**arrays(work, model.INPUTS)), model.LIMITERS)
+
+
+def attach(df: pl.DataFrame, out: dict, limiters) -> pl.DataFrame:
+    """``df`` plus evaluate()'s arrays as columns, limiter codes turned into names."""
+    out = dict(out)
+    limiter = np.asarray(limiters, dtype=object)[out.pop("limiter")]
     result = {"predicted_us": pl.Series(out.pop("predicted_us"), dtype=pl.Float64),
               "limiter": pl.Series(limiter.tolist(), dtype=pl.Utf8)}
     for name, values in out.items():

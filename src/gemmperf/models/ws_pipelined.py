@@ -420,15 +420,7 @@ def prepare(configs: pl.DataFrame, params: ParamSet) -> tuple[pl.DataFrame, dict
 
 
 def finish(df: pl.DataFrame, out: dict) -> pl.DataFrame:
-    out = dict(out)
-    limiter = np.asarray(LIMITERS, dtype=object)[out.pop("limiter")]
-    result = {"predicted_us": pl.Series(out.pop("predicted_us"), dtype=pl.Float64),
-              "limiter": pl.Series(limiter.tolist(), dtype=pl.Utf8)}
-    for name, values in out.items():
-        dtype = pl.Int64 if np.issubdtype(values.dtype, np.integer) else pl.Float64
-        result[name] = pl.Series(values, dtype=dtype)
-    df = df.drop([c for c in result if c in df.columns])
-    return df.with_columns(s.alias(name) for name, s in result.items())
+    return common.attach(df, out, LIMITERS)
 
 
 def predict(configs: pl.DataFrame, params: ParamSet, model_options: dict | None = None, **flags) -> pl.DataFrame:
