@@ -38,7 +38,7 @@ def test_bad_testlist_names_file_line_and_value(tmp_path, text, fragment):
 
 def test_shipped_testlists_are_valid(repo_root):
     sizes = {}
-    for name in ("dsv3", "paper-grid", "squares", "llm"):
+    for name in ("dsv3", "paper-grid", "squares", "decode", "llm"):
         sizes[name] = read_testlist(repo_root / "testlists" / f"{name}.csv")
     assert len(sizes["paper-grid"]) == 8**3
     dims = {s.m for s in sizes["paper-grid"]}
@@ -48,6 +48,10 @@ def test_shipped_testlists_are_valid(repo_root):
     llm_m = {s.m for s in sizes["llm"]}
     assert min(llm_m) == 1 and max(llm_m) == 8192
     assert len(sizes["dsv3"]) == 40
+    # decode is development data for the small-M regime: it must not share a projection
+    # (N, K) with the held-out llm testlist
+    assert max(s.m for s in sizes["decode"]) <= 64
+    assert not {(s.n, s.k) for s in sizes["decode"]} & {(s.n, s.k) for s in sizes["llm"]}
 
 
 def test_kernel_config_validation():
