@@ -117,3 +117,17 @@ def test_ring_latency_makes_deeper_rings_pay_on_load_bound_tiles():
     assert on[0] / on[1] > off[0] / off[1] and on[0] > on[1]
     # the fill (first load) keeps the microbenchmark latency
     assert W.predict(df, PS)["fill_us"][0] == pytest.approx(W.predict(df, PS, ring_latency=False)["fill_us"][0])
+
+
+def test_boundary_fill_slows_overhanging_boxes_only():
+    # M = 1: every A box is 1 useful row and tile_m - 1 zero-filled ones; the taller the
+    # tile, the longer a ring slot's round trip, and deeper rings hide part of it
+    df = rows(m=[1, 1, 1, 64], n=[8192] * 4, k=[29568] * 4, tile_m=[64, 256, 256, 64], tile_n=[64] * 4,
+              stages=[4, 4, 5, 4])
+    on, off = pred(df), pred(df, boundary_fill=False)
+    assert on[3] == off[3]  # M = 64 = tile_m: nothing overhangs
+    assert on[0] > off[0] and on[1] / off[1] > on[0] / off[0]
+    assert on[2] < on[1]
+    # a square shape of tile multiples is untouched
+    sq = rows(m=[4096], n=[4096], k=[4096])
+    assert pred(sq)[0] == pred(sq, boundary_fill=False)[0]

@@ -4,7 +4,7 @@ Persistent or not, one CTA per SM; each CTA runs whole output tiles. Beyond
 ``ws-persistent`` (gemm-model's phases) this model follows the ws-hopper kernel as it is
 written: a producer issues TMA loads of A and B k-blocks into a ring of B = ``stages``
 buffers; the consumer warpgroups run wgmma on them and, for the same tile, the epilogue
-(registers -> global stores). Eight effects, each with a switch (keyword flags of
+(registers -> global stores). Nine effects, each with a switch (keyword flags of
 ``evaluate`` / ``predict``, or ``model_options={...}``); switched off, an effect falls
 back to the plain ``ws-stage`` / ``ws-persistent`` assumption so its contribution shows.
 
@@ -68,6 +68,17 @@ Per-k-block bytes a CTA requests: Bs = (TM/cn + TN/cm)*TK*b (cluster multicast).
    default 0.5 us), Pk = max(Tc, x, (lat_ring + x + Tc)/B); the fill keeps
    load_latency_us. This is what makes 6 stages beat 4 on load-bound 64-row tiles
    (6144^3 64x64 persistent: 1279 vs 1623 us). Off: lat_ring = load_latency_us.
+9. ``boundary_fill`` -- a TMA box that overhangs M or N takes the boundary-check path,
+   zero-filling its out-of-bounds rows slowly (DeepGEMM issue #35 reports the same on
+   H800). Measured (decode shapes, M = 1..64): at M = 1 a 256-row tile runs ~2x slower
+   per k-block than a 64-row one although both load the same useful bytes, deeper rings
+   help, and the extra round trip follows the wave's zero-filled rows in flight (128
+   CTAs x 63 rows and 64 CTAs x 127 rows both add ~1.25 us). With o = the tile-average
+   overhanging rows of a CTA's A and B boxes per k-block,
+       lat_oob(a) = a * o * oob_row_us   (fitted, ~1.5e-4 us per row)
+   is added to the fill and to the latency term of the period:
+       Pk = max(Tc, x, (lat_ring + lat_oob + x + Tc) / B).
+   Off: lat_oob = 0.
 
 Epilogue of one tile (consumer warps, after the tile's last multiply):
     E(a) = t_epilogue_us + max(TM*TN*ob*f / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us)
@@ -88,7 +99,7 @@ datasheet), l2_bytes_per_us (4 x DRAM datasheet), smem_bytes_per_us (128 B/clk),
 store_bytes_per_us (64 B/clk), l2_effective_fraction (0.5: one L2 partition),
 l2_window_kblocks (16), scalar_store_factor (4), tile_overhead_us (0.05),
 cta_launch_us (0.5), sm_load_bytes_per_us (48 B/clk), l2_skew_kblocks (1),
-line_split_cost (1), sector_split_cost (1), ring_extra_latency_us (0.5).
+line_split_cost (1), sector_split_cost (1), ring_extra_latency_us (0.5), oob_row_us (1.5e-4).
 
 Limiter of the first wave's steady state: "load" (x), "l2" (x from the L2 term),
 "math", "smem", "latency" (the (lat + x + Tc)/B term), "epilogue" (E exceeds the loop).
@@ -109,13 +120,13 @@ from . import common
 NAME = "ws-pipelined"
 LIMITERS = ("load", "l2", "math", "smem", "latency", "epilogue")
 EFFECTS = ("pipelining", "bandwidth_sharing", "l2_reuse", "smem_limit", "padding", "sm_load_cap", "row_alignment",
-           "ring_latency")
+           "ring_latency", "boundary_fill")
 RASTER_CODES = {"row": 0, "column": 1, "grouped": 2}
 GROUP_M = 8  # kernels/common.py GROUP_M
 CONSTANTS = ("dram_eff_bytes_per_us", "l2_bytes_per_us", "smem_bytes_per_us", "store_bytes_per_us",
              "l2_effective_fraction", "l2_window_kblocks", "scalar_store_factor",
              "tile_overhead_us", "cta_launch_us", "sm_load_bytes_per_us", "l2_skew_kblocks",
-             "line_split_cost", "sector_split_cost", "ring_extra_latency_us")
+             "line_split_cost", "sector_split_cost", "ring_extra_latency_us", "oob_row_us")
 INPUTS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n",
           "persistent", "raster", "in_bytes", "out_bytes", "sf_bytes_per_elem", "sms", "l2_bytes",
           "t_init_us", "t_epilogue_us", "load_bytes_per_us", "load_latency_us",
@@ -141,6 +152,7 @@ def default_constants(gpu) -> dict[str, float]:
         "line_split_cost": 1.0,  # extra requests of a box row straddling two 128-byte lines
         "sector_split_cost": 1.0,  # extra requests of a box row not on a 32-byte sector
         "ring_extra_latency_us": 0.5,  # a ring slot's round trip beyond the load latency (~1000 clk)
+        "oob_row_us": 1.5e-4,  # a wave's zero-filled box row in flight: round-trip latency it adds
     }
 
 
@@ -247,7 +259,7 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
              dram_eff_bytes_per_us, l2_bytes_per_us, smem_bytes_per_us, store_bytes_per_us,
              l2_effective_fraction, l2_window_kblocks, scalar_store_factor, tile_overhead_us,
              cta_launch_us, sm_load_bytes_per_us, l2_skew_kblocks, line_split_cost, sector_split_cost,
-             ring_extra_latency_us, model_options=None, **flags) -> dict[str, np.ndarray]:
+             ring_extra_latency_us, oob_row_us, model_options=None, **flags) -> dict[str, np.ndarray]:
     o = _options(model_options, flags)
     f64 = np.float64
     m, n, k = (np.asarray(x, dtype=np.int64) for x in (m, n, k))
@@ -314,12 +326,21 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
 
     lat = load_latency_us
     lat_ring = lat + ring_extra_latency_us if o["ring_latency"] else lat
+    # effect 9: rows of A and B boxes that overhang M or N, per CTA and k-block (tile average)
+    oob_rows = ((tiles_m * tile_m - m) * tiles_n + (tiles_n * tile_n - n) * tiles_m) / tiles.astype(f64)
 
-    def loop(x):
-        """(fill, rest of the K loop after the fill, steady period) of one tile."""
-        fill = lat + x
+    def lat_oob(a):
+        """Round-trip latency the wave's zero-filled rows add (TMA's boundary-check path)."""
+        if not o["boundary_fill"]:
+            return 0.0 * a
+        return a * oob_rows * oob_row_us
+
+    def loop(x, a):
+        """(fill, rest of the K loop after the fill, steady period) of one tile in a wave of a CTAs."""
+        extra = lat_oob(a)
+        fill = lat + extra + x
         if o["pipelining"]:
-            period = np.maximum(np.maximum(t_c, x), (lat_ring + x + t_c) / stages)
+            period = np.maximum(np.maximum(t_c, x), (lat_ring + extra + x + t_c) / stages)
             return fill, (s - 1) * period + t_c, period
         return fill, np.maximum(s * x, s * t_c) - x, np.maximum(x, t_c)
 
@@ -329,9 +350,9 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
     def epilogue(a):
         return t_epilogue_us + np.maximum(out_tile * vec / store_bytes_per_us, a * out_tile / dram_eff_bytes_per_us)
 
-    fill_full, rest_full, per_full = loop(x_full)
-    fill_last, rest_last, _ = loop(x_last)
-    fill_first, _, per_first = loop(x_first)
+    fill_full, rest_full, per_full = loop(x_full, sms)
+    fill_last, rest_last, _ = loop(x_last, last_a)
+    fill_first, _, per_first = loop(x_first, first_a)
     e_full, e_last = epilogue(sms), epilogue(last_a)
     scale = 1.0 if o["padding"] else useful  # idealized kernel: no padded work at all
     has_rem = rem > 0
@@ -354,7 +375,8 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
     total = init + fill + mainloop + epi + overhead
 
     # limiter of the first wave's steady state
-    lat_term = (lat_ring + x_first + t_c) / stages if o["pipelining"] else np.zeros_like(x_first)
+    lat_term = (lat_ring + lat_oob(first_a) + x_first + t_c) / stages if o["pipelining"] \
+        else np.zeros_like(x_first)
     x_kind = np.where(l2_first, 1, 0)
     mem_or = np.where(x_first >= np.maximum(t_c, lat_term), x_kind,
                       np.where(t_c >= lat_term, np.where(t_smem > t_math, 3, 2) if o["smem_limit"] else 2, 4))
