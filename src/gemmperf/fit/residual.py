@@ -19,6 +19,8 @@ prediction table, see ``features``) have a physical meaning:
   log_m, log_n, log_k, log_tiles_m, log_tiles_n   problem and tile-grid extents
   load_over_math    log2 of the model's per-k-block transfer over multiply time
   log_wave_bytes    log2 of the padded A + B bytes (against the L2 size)
+  log_flop_rate     log2 of padded flops over the predicted time (power draw; with
+                    log_pred, what the power limit's clock drops follow)
 
 Estimator: ``ResidualRegressor``, gradient-boosted shallow regression trees (sklearn's
 GradientBoostingRegressor, Huber loss, fixed random_state, no subsampling: the fit is
@@ -91,6 +93,9 @@ def feature_exprs(sms: int) -> dict[str, pl.Expr]:
         "log_tiles_m": ceil(m, tm).log(2), "log_tiles_n": ceil(n, tn).log(2),
         "load_over_math": (pl.col("stage_load_us") / pl.col("stage_math_us")).log(2),
         "log_wave_bytes": ((ceil(m, tm) * tm * k + ceil(n, tn) * tn * k) * _bytes()).log(2),
+        # sustained tensor-core rate the model predicts: long runs at a high rate hit the
+        # power limit and the SM clock drops (recorded per row, unknown at prediction time)
+        "log_flop_rate": (2 * ceil(m, tm) * tm * ceil(n, tn) * tn * k / total).log(2),
     }
     return exprs
 
