@@ -83,8 +83,14 @@ def test_heldout_never_enters_a_fit(monkeypatch):
         assert acc[name]["all"]["n"] == acc["meta"]["dev_rows"]
         assert acc["heldout"][name]["all"]["n"] == 24
     assert acc["ws-pipelined+fit"]["all"]["folds"] == 3
+    # "all" pools both splits: every row once, each predicted out of sample
+    for name in ("ws-pipelined+fit+residual", "sol"):
+        pooled = preds.filter(pl.col("model") == name)
+        assert acc["all"][name]["all"]["n"] == acc["meta"]["dev_rows"] + 24 == pooled.height
+        assert acc["all"][name]["all"]["mape_pct"] == pytest.approx(A.metrics(pooled)["mape_pct"])
     # model-generated data with 2% noise: the fitted model is accurate out of sample
     assert acc["heldout"]["ws-pipelined+fit"]["all"]["mape_pct"] < 5
     t = A.table(acc)
     assert {"split", "model", "family", "mape_pct", "regret_mean_pct"} <= set(t.columns)
     assert set(preds["split"]) == {"cv", "heldout"}
+    assert set(t["split"]) == {"cv", "heldout", "all"}

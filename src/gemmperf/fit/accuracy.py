@@ -23,8 +23,12 @@ Spearman rank correlation between predicted and measured times), regret_mean_pct
 regret_p90_pct, regret_max_pct (per shape: measured time of the configuration the
 model ranks first over the measured best, minus 1), n (rows), shapes, folds.
 
+Besides the two splits, "all" pools them: every row of every testlist, each predicted
+by a fit that did not see it (development rows by their CV fold's fit, held-out rows by
+the fit on all development rows), for the models scored on both.
+
 accuracy.json: {model: {family: metrics}, "heldout": {model: {family: metrics}},
-"meta": {...}}.
+"all": {model: {family: metrics}}, "meta": {...}}.
 
 Runtime: every fit here runs with BLAS limited to one thread (``single_thread_blas``).
 The fits' linear algebra is on 13-column Jacobians, where OpenBLAS's thread start-up
@@ -50,6 +54,7 @@ SHAPE_COLS = ("m", "n", "k", "dtype")
 BASE = W.NAME
 FIT = f"{BASE}+fit"
 RESID = f"{BASE}+fit+residual"
+SPLIT_KEYS = ("heldout", "all", "meta")
 
 
 # ------------------------------------------------------------------ metrics
@@ -99,10 +104,10 @@ def by_family(df: pl.DataFrame, pred: str = "predicted_us", folds: int | None = 
 
 
 def table(acc: dict) -> pl.DataFrame:
-    """accuracy.json as rows: split (cv / heldout), model, family, metrics."""
+    """accuracy.json as rows: split (cv / heldout / all), model, family, metrics."""
     rows = []
-    for split, block in (("cv", {k: v for k, v in acc.items() if k not in ("heldout", "meta")}),
-                         ("heldout", acc.get("heldout", {}))):
+    for split, block in (("cv", {k: v for k, v in acc.items() if k not in SPLIT_KEYS}),
+                         ("heldout", acc.get("heldout", {})), ("all", acc.get("all", {}))):
         for model, fams in block.items():
             for fam, m in fams.items():
                 rows.append({"split": split, "model": model, "family": fam, **m})
@@ -277,11 +282,18 @@ def _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, 
                 record(RESID, "heldout", p, col="corrected_us", folds=0)
         progress(f"accuracy: {name} ({k} grouped folds{', + held-out' if held.height else ''}) done")
 
+    # "all": both splits pooled, for the models scored on both
+    out = pl.concat(preds, how="diagonal_relaxed")
+    acc["all"] = {}
+    if held.height:
+        for name in acc["heldout"]:
+            both = out.filter(pl.col("model") == name)
+            acc["all"][name] = by_family(both, folds=k)
     acc["meta"] = {"dev_rows": dev.height, "dev_shapes": dev.get_column("shape").n_unique(),
                    "heldout_testlist": heldout, "heldout_rows": held.height,
                    "testlists": sorted(measurements), "folds": k, "grouping": list(SHAPE_COLS),
                    "note": "every figure out of sample: grouped CV by shape; held-out testlist never fitted"}
-    return acc, pl.concat(preds, how="diagonal_relaxed")
+    return acc, out
 
 
 def fit_shipped(measurements: dict[str, pl.DataFrame], pset: ParamSet, heldout: str | None,

@@ -81,8 +81,8 @@ def provenance(data: ReportData) -> str:
 
 def accuracy_table(acc: pl.DataFrame) -> pl.DataFrame:
     t = acc.filter(pl.col("family") == "all").select(
-        "split", "model", "n", "shapes", "median_ape_pct", "mape_pct", "p90_ape_pct", "max_ape_pct",
-        "within_10pct", "geomean_ratio", "spearman_mean", "regret_mean_pct",
+        "split", "model", "n", "shapes", "median_ape_pct", "mape_pct", "p90_ape_pct", "p95_ape_pct",
+        "max_ape_pct", "within_10pct", "geomean_ratio", "spearman_mean", "regret_mean_pct",
     )
     best = pl.col("median_ape_pct") == pl.col("median_ape_pct").min().over("split")
     return t.with_columns(best=best).sort("split", "median_ape_pct")
@@ -121,7 +121,8 @@ def overview(data: ReportData) -> Page:
     else:
         t = accuracy_table(data.accuracy)
         page.p(f"cv: grouped cross-validation by shape on the development testlists; heldout: the "
-               f"{data.heldout} testlist, never used in any fit. The best model per split is shaded. "
+               f"{data.heldout} testlist, never used in any fit; all: both pooled, every row of every "
+               f"testlist predicted by a fit that did not see it. The best model per split is shaded. "
                f"Regret: how much slower the model's pick per shape is than the measured best.")
         page.add(table_html(t, highlight="best", max_rows=400))
         models = _models(t["model"].to_list(), OOS_MODELS)
