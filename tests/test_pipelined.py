@@ -131,3 +131,14 @@ def test_boundary_fill_slows_overhanging_boxes_only():
     # a square shape of tile multiples is untouched
     sq = rows(m=[4096], n=[4096], k=[4096])
     assert pred(sq)[0] == pred(sq, boundary_fill=False)[0]
+
+
+def test_later_waves_reuse_what_the_previous_wave_left_in_l2():
+    # row raster, 128 tile columns: each wave spans ~one tile row and reads every B panel;
+    # the next wave reads them again. They hit when both waves' K extent fits the L2.
+    def h(t0, k):
+        s = np.array([(k + 63) // 64])
+        return W.wave_hit_rate(np.array([t0]), np.array([132]), np.array([64]), np.array([128]), np.array([0]),
+                               64, 64, 64, 2, 25e6, 16.0, 4096, 8192, k, s, 1.4)[0]
+    assert h(132, 1536) > h(0, 1536) + 0.3  # B (25 MB) re-read from L2
+    assert h(132, 128000) == pytest.approx(h(0, 128000), abs=0.01)  # streamed: nothing left

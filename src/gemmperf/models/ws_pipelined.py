@@ -21,6 +21,11 @@ Per-k-block bytes a CTA requests: Bs = (TM/cn + TN/cm)*TK*b (cluster multicast).
    kept only while the wave's live window fits the effective L2:
        W2 = (r_m*TM + r_n*TN) * TK * b * l2_window_kblocks,   L2e = l2_effective_fraction * L2
        h  = h0 * min(1, L2e / W2)
+   The first reads of panels the previous wave also read (p + r - u of them, with p, r, u
+   the panels of the previous wave, this wave and both) hit with the share
+   min(1, L2e / (u_m*TM + u_n*TN)*K*b): everything the two waves stream over K must fit
+   (measured: non-persistent row raster at K = 1536 re-reads B from L2, not DRAM; full
+   waves average the first, which has no predecessor, with the later ones);
    and when A and B fit L2e together, at least the compulsory-only rate
        h >= 1 - (M + N)*K*b / (T*(TM + TN)*S*TK*b).
    Off: h = ``l2_hit_rate`` (the global knob, 0 by default).
@@ -104,7 +109,8 @@ line_split_cost (1), sector_split_cost (1), ring_extra_latency_us (0.5), oob_row
 Limiter of the first wave's steady state: "load" (x), "l2" (x from the L2 term),
 "math", "smem", "latency" (the (lat + x + Tc)/B term), "epilogue" (E exceeds the loop).
 Columns: predicted_us, limiter, init_us, fill_us, mainloop_us, epilogue_us,
-overhead_us, stage_load_us, stage_math_us, stage_smem_us, stage_period_us,
+overhead_us, stage_load_us, stage_math_us, stage_smem_us, stage_period_us (first wave),
+full_wave_period_us (a full wave's, averaged over the waves' L2 hit rates),
 l2_hit_rate_est, padding_waste, tiles, waves, last_wave_sms, k_stages.
 """
 
@@ -228,6 +234,15 @@ def wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_by
     f_m = np.minimum(1.0, l2e / (per_kblock * (window_kblocks + skew_kblocks * d_m)))
     f_n = np.minimum(1.0, l2e / (per_kblock * (window_kblocks + skew_kblocks * d_n)))
     hits = (a1 - r_m) * tile_m * f_m + (a1 - r_n) * tile_n * f_n
+    # the first read of a panel the previous wave (tiles t0 - a .. t0 - 1) also read hits
+    # if everything the two waves stream over the whole K extent fits the effective L2
+    prev = t0 >= a1
+    u_m, u_n = wave_panels(np.maximum(t0 - a1, 0), 2 * a1, tiles_m, tiles_n, raster)
+    p_m, p_n = wave_panels(np.maximum(t0 - a1, 0), a1, tiles_m, tiles_n, raster)
+    over_m = np.where(prev, np.maximum(p_m + r_m - u_m, 0), 0)
+    over_n = np.where(prev, np.maximum(p_n + r_n - u_n, 0), 0)
+    f_x = np.minimum(1.0, l2e / ((u_m * tile_m + u_n * tile_n) * s * tile_k * in_bytes))
+    hits = hits + (over_m * tile_m + over_n * tile_n) * f_x
     h = np.clip(hits / (a1 * (tile_m + tile_n)), 0.0, 1.0)
     fits = (m + n) * k * in_bytes <= l2e
     tiles = tiles_m * tiles_n
@@ -321,7 +336,11 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
     h_first = hit(np.zeros_like(tiles), first_a)
     h_last = hit(full_waves * sms, last_a)
     x_first, l2_first = stage_load(first_a, h_first)
-    x_full, _ = stage_load(sms, hit(np.zeros_like(tiles), sms))
+    # full waves: the first one has no predecessor in L2, the others do
+    h_full = np.where(full_waves > 1, (hit(np.zeros_like(tiles), sms)
+                                       + (full_waves - 1) * hit(sms + 0 * tiles, sms)) / np.maximum(full_waves, 1),
+                      hit(np.zeros_like(tiles), sms))
+    x_full, _ = stage_load(sms, h_full)
     x_last, _ = stage_load(last_a, h_last)
 
     lat = load_latency_us
@@ -400,6 +419,7 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
         "stage_math_us": b(t_math),
         "stage_smem_us": b(t_smem),
         "stage_period_us": b(per_first),
+        "full_wave_period_us": b(np.where(full_waves > 0, per_full, per_first)),
         "l2_hit_rate_est": b(h_first),
         "padding_waste": b(1.0 - useful),
         "tiles": b(tiles, np.int64),

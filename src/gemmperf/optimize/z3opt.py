@@ -368,8 +368,8 @@ def _pipe_periods(a: dict, out: dict, cF: np.ndarray, cL: np.ndarray):
     a last-wave CTA, read off the model's own evaluate() -- no physics re-derived here.
 
     At B = 1 the period is l (l >= m), at B -> inf (2**40) it is m: evaluate()'s
-    ``stage_period_us`` (the first wave's) gives (m, l) of the full wave where there is
-    one (the first wave is full), else of the only, remainder, wave. The remainder wave
+    ``full_wave_period_us`` gives (m, l) of the full waves where there are any, else of
+    the only, remainder, wave. The remainder wave
     of a multi-wave grid comes from the totals: f(1) - f(inf) = cF*(lF - mF) + cL*(lL -
     mL) gives d = lL - mL, and f(2) - f(inf) the excess g = max(0, (d - mL)/2) over mL, so
     mL = d - 2g where g > 0; where g = 0, mL >= d and every B >= 2 sees the period mL:
@@ -381,7 +381,7 @@ def _pipe_periods(a: dict, out: dict, cF: np.ndarray, cL: np.ndarray):
         return wp.evaluate(**{**a, "stages": np.full_like(a["stages"], b)})
 
     o1, oinf = ev(1), ev(2 ** 40)
-    l1, m1 = o1["stage_period_us"], oinf["stage_period_us"]
+    l1, m1 = o1["full_wave_period_us"], oinf["full_wave_period_us"]
     mF, lF, mL, lL = m1.copy(), l1.copy(), m1.copy(), l1.copy()
     two = (out["tiles"] // a["sms"] > 0) & (cL > 0)
     if two.any():
