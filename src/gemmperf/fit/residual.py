@@ -124,9 +124,12 @@ def target(pred: pl.DataFrame, measured: str = "time_us") -> np.ndarray:
 
 
 class ResidualRegressor(RegressorMixin, BaseEstimator):
-    """Boosted regression trees whose fitted state is plain arrays (JSON-serializable)."""
+    """Boosted regression trees whose fitted state is plain arrays (JSON-serializable).
 
-    def __init__(self, n_estimators=600, learning_rate=0.05, max_depth=4, min_samples_leaf=8,
+    1200 trees of depth 4, chosen on grouped CV of the ws-hopper rows (MAPE / p95 APE):
+    600: 3.52 / 14.1, 900: 3.33 / 13.8, 1200: 3.24 / 13.5; depth 5 (600): 3.34 / 14.2."""
+
+    def __init__(self, n_estimators=1200, learning_rate=0.05, max_depth=4, min_samples_leaf=8,
                  loss="huber", alpha=0.9, random_state=0):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
