@@ -337,9 +337,9 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
     h_last = hit(full_waves * sms, last_a)
     x_first, l2_first = stage_load(first_a, h_first)
     # full waves: the first one has no predecessor in L2, the others do
-    h_full = np.where(full_waves > 1, (hit(np.zeros_like(tiles), sms)
-                                       + (full_waves - 1) * hit(sms + 0 * tiles, sms)) / np.maximum(full_waves, 1),
-                      hit(np.zeros_like(tiles), sms))
+    h_full0 = hit(np.zeros_like(tiles), sms)
+    h_later = hit(np.where(full_waves > 1, sms, 0) + 0 * tiles, sms)  # the second wave (where there is one)
+    h_full = np.where(full_waves > 1, (h_full0 + (full_waves - 1) * h_later) / np.maximum(full_waves, 1), h_full0)
     x_full, _ = stage_load(sms, h_full)
     x_last, _ = stage_load(last_a, h_last)
 
