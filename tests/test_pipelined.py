@@ -110,6 +110,33 @@ def test_row_alignment_slows_misaligned_pitch_only():
     assert on[0] > off[0] * 1.2 and on[1] == off[1] and on[2] == off[2]
 
 
+def test_row_alignment_costs_the_shared_l2_not_one_sms_tma_path():
+    # split rows are extra L2 requests: a full wave of 132 CTAs pays for them, a lone CTA
+    # (bound by its own TMA path, not the L2) does not (1000^3 with 64 tiles was 1.4x too slow)
+    costly = C.with_values(PS, "ws-hopper", "bf16", {"line_split_cost": 3.0, "sector_split_cost": 3.0})
+    lone = rows(m=[128], n=[128], k=[3000], tile_m=[128], tile_n=[128])
+    wave = rows(m=[128 * 12], n=[128 * 11], k=[3000], tile_m=[128], tile_n=[128])
+    t = lambda df, ps: W.predict(df, ps).get_column("predicted_us")[0]  # noqa: E731
+    assert t(lone, costly) == pytest.approx(t(lone, PS))
+    assert t(wave, costly) > 1.2 * t(wave, PS)
+
+
+def test_scalar_stores_are_bound_by_the_wave_as_well_as_the_sm():
+    # N % 8 != 0: 2-byte stores; the L2's partial-sector write rate is shared by the wave,
+    # so the epilogue of a tile grows with the CTAs storing at once (one wave each here)
+    def epi(m, n):
+        out = W.predict(rows(m=[m], n=[n], k=[4096], tile_m=[128], tile_n=[256], persistent=[True]), PS)
+        assert out["waves"][0] == 1
+        return out["epilogue_us"][0]
+
+    few, many = epi(4 * 128, 8 * 256 - 1), epi(16 * 128, 8 * 256 - 1)
+    assert many > 1.5 * few
+    # vectorized stores (N % 8 == 0) do not depend on the scalar rate
+    slow = C.with_values(PS, "ws-hopper", "bf16", {"scalar_l2_bytes_per_us": 1.0e3})
+    df = rows(m=[4096], n=[4096], k=[4096])
+    assert W.predict(df, slow)["predicted_us"][0] == W.predict(df, PS)["predicted_us"][0]
+
+
 def test_ring_latency_makes_deeper_rings_pay_on_load_bound_tiles():
     df = rows(m=[6144] * 2, n=[6144] * 2, k=[6144] * 2, tile_m=[64] * 2, tile_n=[64] * 2, stages=[4, 6],
               persistent=[True] * 2)

@@ -29,7 +29,8 @@ FIT_NAMES = (
     "dram_eff_bytes_per_us", "l2_bytes_per_us", "smem_bytes_per_us", "store_bytes_per_us",
     "tile_overhead_us", "cta_launch_us", "l2_window_kblocks", "sm_load_bytes_per_us",
     "l2_skew_kblocks", "line_split_cost", "sector_split_cost",
-    "ring_extra_latency_us", "oob_row_us",
+    "ring_extra_latency_us", "oob_row_us", "scalar_store_factor",
+    "scalar_l2_bytes_per_us",
 )
 BOUND = float(np.log(8.0))
 

@@ -50,8 +50,10 @@ Per-k-block bytes a CTA requests: Bs = (TM/cn + TN/cm)*TK*b (cluster multicast).
    wgmma and shared memory work on padded tiles (S = ceil(K/TK) and full-tile stage
    times), while TMA skips out-of-bounds bytes, so a CTA's requested bytes scale by the
    useful share u_ab = (M/(tiles_m*TM)*TM + N/(tiles_n*TN)*TN)/(TM + TN) * K/(S*TK);
-   and when N % 8 != 0 the epilogue falls back to 2-byte stores (store time x
-   ``scalar_store_factor``). Off: fill and K loop scale by the useful fraction
+   and when N % 8 != 0 the epilogue falls back to 2-byte stores: store time x
+   ``scalar_store_factor`` per SM, and at least a*TM*TN*ob / ``scalar_l2_bytes_per_us``
+   for the wave (partial-sector writes share the L2's request rate; measured 2047^3 vs
+   2048^3, 128x256 tiles: 32 CTAs add 14 us per tile, 128 CTAs 28 us). Off: fill and K loop scale by the useful fraction
    u = M*N*K / (tiles_m*TM * tiles_n*TN * S*TK) (an idealized kernel that wastes
    nothing), bytes are not reduced, the epilogue is always vectorized.
    ``padding_waste`` = 1 - u.
@@ -61,8 +63,9 @@ Per-k-block bytes a CTA requests: Bs = (TM/cn + TN/cm)*TK*b (cluster multicast).
 7. ``row_alignment`` -- A and B rows are pad_k(K) = ceil(K/8)*8 elements apart; when that
    pitch is not a multiple of the 128-byte line, a box row straddles two lines for all
    but a share gcd(pitch, 128)/128 of the rows, and off its 32-byte sectors for all but
-   a share gcd(pitch, 32)/32, so the request-bound terms (the L2 term of 2 and the SM
-   term of 6) count, per box row,
+   a share gcd(pitch, 32)/32, so the shared L2's request-bound term (the L2 term of 2;
+   not one SM's TMA path of 6: 1000^3 with 64 tiles was 1.4x too slow that way) counts,
+   per box row,
        lines = 1 + line_split_cost*(1 - gcd(p,128)/128) + sector_split_cost*(1 - gcd(p,32)/32)
    (both fitted, ~0.4 and ~1.5: K = 3000, pitch 16 mod 32, 1.8x; K = 2000, 32-byte
    aligned, 1.3x; K = 4096 or 2047, padded to 2048, 1). Off: lines = 1.
@@ -86,7 +89,8 @@ Per-k-block bytes a CTA requests: Bs = (TM/cn + TN/cm)*TK*b (cluster multicast).
    Off: lat_oob = 0.
 
 Epilogue of one tile (consumer warps, after the tile's last multiply):
-    E(a) = t_epilogue_us + max(TM*TN*ob*f / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us)
+    E(a) = t_epilogue_us + max(TM*TN*ob*f / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us,
+                               [N % 8] a*TM*TN*ob / scalar_l2_bytes_per_us)
 with f = scalar_store_factor if N % 8 else 1.
 
 Whole kernel, with Lk(a) = (S-1)*Pk(a) + Tc (the loop after its fill):
@@ -104,7 +108,8 @@ datasheet), l2_bytes_per_us (4 x DRAM datasheet), smem_bytes_per_us (128 B/clk),
 store_bytes_per_us (64 B/clk), l2_effective_fraction (0.5: one L2 partition),
 l2_window_kblocks (16), scalar_store_factor (4), tile_overhead_us (0.05),
 cta_launch_us (0.5), sm_load_bytes_per_us (48 B/clk), l2_skew_kblocks (1),
-line_split_cost (1), sector_split_cost (1), ring_extra_latency_us (0.5), oob_row_us (1.5e-4).
+line_split_cost (1), sector_split_cost (1), ring_extra_latency_us (0.5), oob_row_us (1.5e-4),
+scalar_l2_bytes_per_us (128 B/clk).
 
 Limiter of the first wave's steady state: "load" (x), "l2" (x from the L2 term),
 "math", "smem", "latency" (the (lat + x + Tc)/B term), "epilogue" (E exceeds the loop).
@@ -132,7 +137,8 @@ GROUP_M = 8  # kernels/common.py GROUP_M
 CONSTANTS = ("dram_eff_bytes_per_us", "l2_bytes_per_us", "smem_bytes_per_us", "store_bytes_per_us",
              "l2_effective_fraction", "l2_window_kblocks", "scalar_store_factor",
              "tile_overhead_us", "cta_launch_us", "sm_load_bytes_per_us", "l2_skew_kblocks",
-             "line_split_cost", "sector_split_cost", "ring_extra_latency_us", "oob_row_us")
+             "line_split_cost", "sector_split_cost", "ring_extra_latency_us", "oob_row_us",
+             "scalar_l2_bytes_per_us")
 INPUTS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n",
           "persistent", "raster", "in_bytes", "out_bytes", "sf_bytes_per_elem", "sms", "l2_bytes",
           "t_init_us", "t_epilogue_us", "load_bytes_per_us", "load_latency_us",
@@ -159,6 +165,7 @@ def default_constants(gpu) -> dict[str, float]:
         "sector_split_cost": 1.0,  # extra requests of a box row not on a 32-byte sector
         "ring_extra_latency_us": 0.5,  # a ring slot's round trip beyond the load latency (~1000 clk)
         "oob_row_us": 1.5e-4,  # a wave's zero-filled box row in flight: round-trip latency it adds
+        "scalar_l2_bytes_per_us": 128.0 * clock,  # all SMs' 2-byte stores: partial-sector L2 writes
     }
 
 
@@ -274,7 +281,7 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
              dram_eff_bytes_per_us, l2_bytes_per_us, smem_bytes_per_us, store_bytes_per_us,
              l2_effective_fraction, l2_window_kblocks, scalar_store_factor, tile_overhead_us,
              cta_launch_us, sm_load_bytes_per_us, l2_skew_kblocks, line_split_cost, sector_split_cost,
-             ring_extra_latency_us, oob_row_us, model_options=None, **flags) -> dict[str, np.ndarray]:
+             ring_extra_latency_us, oob_row_us, scalar_l2_bytes_per_us, model_options=None, **flags) -> dict[str, np.ndarray]:
     o = _options(model_options, flags)
     f64 = np.float64
     m, n, k = (np.asarray(x, dtype=np.int64) for x in (m, n, k))
@@ -330,7 +337,7 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
         x = np.maximum(x_dram, x_l2)
         if o["sm_load_cap"]:
             # one SM's TMA path moves the whole box, zero-filled overhang included
-            x = np.maximum(x, req * lines / sm_load_bytes_per_us)
+            x = np.maximum(x, req / sm_load_bytes_per_us)
         return x, x_l2 > x_dram
 
     h_first = hit(np.zeros_like(tiles), first_a)
@@ -363,11 +370,17 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
             return fill, (s - 1) * period + t_c, period
         return fill, np.maximum(s * x, s * t_c) - x, np.maximum(x, t_c)
 
-    vec = np.where(n % 8 == 0, 1.0, scalar_store_factor) if o["padding"] else 1.0
+    scalar = (n % 8 != 0) & o["padding"]
+    vec = np.where(scalar, scalar_store_factor, 1.0)
     out_tile = tile_m * tile_n * out_bytes
 
     def epilogue(a):
-        return t_epilogue_us + np.maximum(out_tile * vec / store_bytes_per_us, a * out_tile / dram_eff_bytes_per_us)
+        # 2-byte stores are partial-sector L2 writes: one SM's issue rate and, for the
+        # wave, the L2's write-request rate bound them (2047^3, 128x256: 32 CTAs add
+        # 14 us per tile, 128 CTAs 28 us)
+        t_store = np.maximum(out_tile * vec / store_bytes_per_us,
+                             np.where(scalar, a * out_tile / scalar_l2_bytes_per_us, 0.0))
+        return t_epilogue_us + np.maximum(t_store, a * out_tile / dram_eff_bytes_per_us)
 
     fill_full, rest_full, per_full = loop(x_full, sms)
     fill_last, rest_last, _ = loop(x_last, last_a)
