@@ -281,7 +281,8 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
              dram_eff_bytes_per_us, l2_bytes_per_us, smem_bytes_per_us, store_bytes_per_us,
              l2_effective_fraction, l2_window_kblocks, scalar_store_factor, tile_overhead_us,
              cta_launch_us, sm_load_bytes_per_us, l2_skew_kblocks, line_split_cost, sector_split_cost,
-             ring_extra_latency_us, oob_row_us, scalar_l2_bytes_per_us, model_options=None, **flags) -> dict[str, np.ndarray]:
+             ring_extra_latency_us, oob_row_us, scalar_l2_bytes_per_us, model_options=None,
+             **flags) -> dict[str, np.ndarray]:
     o = _options(model_options, flags)
     f64 = np.float64
     m, n, k = (np.asarray(x, dtype=np.int64) for x in (m, n, k))
