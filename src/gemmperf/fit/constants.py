@@ -35,14 +35,25 @@ FIT_NAMES = (
 BOUND = float(np.log(8.0))
 
 
+ROW_KEY = ("family", "dtype", "m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n",
+           "persistent", "raster", "time_us")
+
+
+def canonical_order(df: pl.DataFrame) -> pl.DataFrame:
+    """Rows sorted by configuration and time: the fits' float sums (and the trees' tied
+    splits) then do not depend on the order the measurement files were listed in."""
+    return df.sort([c for c in ROW_KEY if c in df.columns], maintain_order=True)
+
+
 def valid_rows(meas: pl.DataFrame) -> pl.DataFrame:
-    """Rows usable as measurements of the full kernel: status ok, full mode, time > 0."""
+    """Rows usable as measurements of the full kernel: status ok, full mode, time > 0,
+    in canonical order."""
     df = meas
     if "status" in df.columns:
         df = df.filter(pl.col("status") == "ok")
     if "mode" in df.columns:
         df = df.filter(pl.col("mode").is_null() | (pl.col("mode") == "full"))
-    return df.filter(pl.col("time_us").is_not_null() & (pl.col("time_us") > 0))
+    return canonical_order(df.filter(pl.col("time_us").is_not_null() & (pl.col("time_us") > 0)))
 
 
 def _current(pset: ParamSet, family: str, dtype: str) -> dict[str, float]:

@@ -210,6 +210,10 @@ class Correction:
     @classmethod
     def fit(cls, pred: pl.DataFrame, sms: int, measured: str = "time_us", meta: dict | None = None,
             **estimator_params) -> Correction:
+        from .constants import canonical_order
+
+        # the trees' tied splits and float sums follow row order: fit in a canonical one
+        pred = canonical_order(pred)
         X = features(pred, sms).to_numpy()
         y = target(pred, measured)
         ok = np.isfinite(y)
