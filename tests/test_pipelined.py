@@ -169,3 +169,19 @@ def test_later_waves_reuse_what_the_previous_wave_left_in_l2():
                                64, 64, 64, 2, 25e6, 16.0, 4096, 8192, k, s, 1.4)[0]
     assert h(132, 1536) > h(0, 1536) + 0.3  # B (25 MB) re-read from L2
     assert h(132, 128000) == pytest.approx(h(0, 128000), abs=0.01)  # streamed: nothing left
+
+
+def test_boundary_fill_latency_levels_off_for_a_full_wave():
+    # M = 1, 256-row tiles: the wave's zero-filled rows in flight grow with its CTAs; their
+    # added latency grows less than linearly (two-wave decode shapes were 1.26x too slow)
+    df = rows(m=[1, 1], n=[64 * 66, 64 * 132], k=[3072] * 2, tile_m=[256] * 2, tile_n=[64] * 2)
+    linear = C.with_values(PS, "ws-hopper", "bf16", {"oob_sat_rows": 1e12})
+
+    def extra(ps):
+        on = W.predict(df, ps)["stage_period_us"].to_numpy()
+        off = W.predict(df, ps, boundary_fill=False)["stage_period_us"].to_numpy()
+        return on - off
+
+    lin, sat = extra(linear), extra(PS)
+    assert lin[1] == pytest.approx(2 * lin[0], rel=1e-6)  # the linear form doubles with the CTAs
+    assert 0 < sat[0] < lin[0] and sat[1] < 2 * sat[0]

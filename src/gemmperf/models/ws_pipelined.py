@@ -83,8 +83,11 @@ Per-k-block bytes a CTA requests: Bs = (TM/cn + TN/cm)*TK*b (cluster multicast).
    help, and the extra round trip follows the wave's zero-filled rows in flight (128
    CTAs x 63 rows and 64 CTAs x 127 rows both add ~1.25 us). With o = the tile-average
    overhanging rows of a CTA's A and B boxes per k-block,
-       lat_oob(a) = a * o * oob_row_us   (fitted, ~1.5e-4 us per row)
-   is added to the fill and to the latency term of the period:
+       lat_oob(a) = r * oob_row_us / (1 + r / oob_sat_rows),   r = a * o
+   (both fitted: ~1.8e-4 us per row, levelling off past ~4e4 rows, about a full wave of
+   256-row tiles at M = 1: with the linear form, decode shapes with 256x64 tiles over
+   two waves were predicted 1.26x too slow) is added to the fill and to the latency
+   term of the period:
        Pk = max(Tc, x, (lat_ring + lat_oob + x + Tc) / B).
    Off: lat_oob = 0.
 
@@ -109,7 +112,7 @@ store_bytes_per_us (64 B/clk), l2_effective_fraction (0.5: one L2 partition),
 l2_window_kblocks (16), scalar_store_factor (4), tile_overhead_us (0.05),
 cta_launch_us (0.5), sm_load_bytes_per_us (48 B/clk), l2_skew_kblocks (1),
 line_split_cost (1), sector_split_cost (1), ring_extra_latency_us (0.5), oob_row_us (1.5e-4),
-scalar_l2_bytes_per_us (128 B/clk).
+scalar_l2_bytes_per_us (128 B/clk), oob_sat_rows (3e4).
 
 Limiter of the first wave's steady state: "load" (x), "l2" (x from the L2 term),
 "math", "smem", "latency" (the (lat + x + Tc)/B term), "epilogue" (E exceeds the loop).
@@ -138,7 +141,7 @@ CONSTANTS = ("dram_eff_bytes_per_us", "l2_bytes_per_us", "smem_bytes_per_us", "s
              "l2_effective_fraction", "l2_window_kblocks", "scalar_store_factor",
              "tile_overhead_us", "cta_launch_us", "sm_load_bytes_per_us", "l2_skew_kblocks",
              "line_split_cost", "sector_split_cost", "ring_extra_latency_us", "oob_row_us",
-             "scalar_l2_bytes_per_us")
+             "scalar_l2_bytes_per_us", "oob_sat_rows")
 INPUTS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n",
           "persistent", "raster", "in_bytes", "out_bytes", "sf_bytes_per_elem", "sms", "l2_bytes",
           "t_init_us", "t_epilogue_us", "load_bytes_per_us", "load_latency_us",
@@ -166,6 +169,7 @@ def default_constants(gpu) -> dict[str, float]:
         "ring_extra_latency_us": 0.5,  # a ring slot's round trip beyond the load latency (~1000 clk)
         "oob_row_us": 1.5e-4,  # a wave's zero-filled box row in flight: round-trip latency it adds
         "scalar_l2_bytes_per_us": 128.0 * clock,  # all SMs' 2-byte stores: partial-sector L2 writes
+        "oob_sat_rows": 3.0e4,  # zero-filled rows in flight where their added latency levels off
     }
 
 
@@ -281,7 +285,7 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
              dram_eff_bytes_per_us, l2_bytes_per_us, smem_bytes_per_us, store_bytes_per_us,
              l2_effective_fraction, l2_window_kblocks, scalar_store_factor, tile_overhead_us,
              cta_launch_us, sm_load_bytes_per_us, l2_skew_kblocks, line_split_cost, sector_split_cost,
-             ring_extra_latency_us, oob_row_us, scalar_l2_bytes_per_us, model_options=None,
+             ring_extra_latency_us, oob_row_us, scalar_l2_bytes_per_us, oob_sat_rows, model_options=None,
              **flags) -> dict[str, np.ndarray]:
     o = _options(model_options, flags)
     f64 = np.float64
@@ -360,7 +364,8 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
         """Round-trip latency the wave's zero-filled rows add (TMA's boundary-check path)."""
         if not o["boundary_fill"]:
             return 0.0 * a
-        return a * oob_rows * oob_row_us
+        r = a * oob_rows
+        return r * oob_row_us / (1.0 + r / oob_sat_rows)
 
     def loop(x, a):
         """(fill, rest of the K loop after the fill, steady period) of one tile in a wave of a CTAs."""
