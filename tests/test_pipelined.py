@@ -185,3 +185,23 @@ def test_boundary_fill_latency_levels_off_for_a_full_wave():
     lin, sat = extra(linear), extra(PS)
     assert lin[1] == pytest.approx(2 * lin[0], rel=1e-6)  # the linear form doubles with the CTAs
     assert 0 < sat[0] < lin[0] and sat[1] < 2 * sat[0]
+
+
+def test_coalesced_reads_favour_sharing_the_big_panel_with_launch_neighbours():
+    # measured (benchmarks/raster_probe.py, 6144^3): 256x64 fastest in row raster (its
+    # 256-row A panel read by neighbours at once), 64x256 in grouped/column raster
+    slow_l2 = C.with_values(PS, "ws-hopper", "bf16", {"l2_bytes_per_us": 2.0e6})
+    df = rows(m=[6144] * 4, n=[6144] * 4, k=[6144] * 4, tile_m=[256, 256, 64, 64], tile_n=[64, 64, 256, 256],
+              persistent=[True] * 4, raster=["row", "grouped", "row", "grouped"])
+    t = W.predict(df, slow_l2)["predicted_us"].to_numpy()
+    assert t[0] < t[1] and t[3] < t[2]
+    off = W.predict(df, slow_l2, coalesced_reads=False)["predicted_us"].to_numpy()
+    assert off[0] == pytest.approx(off[1], rel=0.02) and (off >= t - 1e-9).all()
+
+
+def test_one_consumer_warpgroup_runs_the_math_slower():
+    df = rows(m=[8192, 8192], n=[8192, 8192], k=[8192, 8192], tile_m=[64, 128], tile_n=[128, 64])
+    out = W.predict(df, PS)
+    assert out["stage_math_us"][0] > out["stage_math_us"][1]
+    off = W.predict(df, PS, consumer_warpgroups=False)
+    assert off["stage_math_us"][0] == pytest.approx(off["stage_math_us"][1])

@@ -30,7 +30,7 @@ FIT_NAMES = (
     "tile_overhead_us", "cta_launch_us", "l2_window_kblocks", "sm_load_bytes_per_us",
     "l2_skew_kblocks", "line_split_cost", "sector_split_cost",
     "ring_extra_latency_us", "oob_row_us", "scalar_store_factor",
-    "scalar_l2_bytes_per_us", "oob_sat_rows",
+    "scalar_l2_bytes_per_us", "oob_sat_rows", "coalesce_distance", "one_wg_math_share",
 )
 BOUND = float(np.log(8.0))
 

@@ -4,7 +4,7 @@ Persistent or not, one CTA per SM; each CTA runs whole output tiles. Beyond
 ``ws-persistent`` (gemm-model's phases) this model follows the ws-hopper kernel as it is
 written: a producer issues TMA loads of A and B k-blocks into a ring of B = ``stages``
 buffers; the consumer warpgroups run wgmma on them and, for the same tile, the epilogue
-(registers -> global stores). Nine effects, each with a switch (keyword flags of
+(registers -> global stores). Eleven effects, each with a switch (keyword flags of
 ``evaluate`` / ``predict``, or ``model_options={...}``); switched off, an effect falls
 back to the plain ``ws-stage`` / ``ws-persistent`` assumption so its contribution shows.
 
@@ -30,7 +30,9 @@ Per-k-block bytes a CTA requests: Bs = (TM/cn + TN/cm)*TK*b (cluster multicast).
        h >= 1 - (M + N)*K*b / (T*(TM + TN)*S*TK*b).
    Off: h = ``l2_hit_rate`` (the global knob, 0 by default).
 2. ``bandwidth_sharing`` -- DRAM and L2 bandwidth are shared by the a CTAs of the wave:
-       x(a) = max(a*Bs*(1 - h) / dram_eff_bytes_per_us, a*Bs / l2_bytes_per_us)
+       x(a) = max(a*Bs*(1 - h) / dram_eff_bytes_per_us, L2w(a) / l2_bytes_per_us)
+   with L2w(a) = a*Bs the bytes the L2 serves per k-block (effect 10 lowers it; effect 7
+   adds the split rows' requests)
    Off: x = Bs / load_bytes_per_us (each CTA has its own fitted share, as in ws-stage).
 3. ``smem_limit`` -- shared-memory bandwidth (the DPP note's request counting). Per
    k-block the ring is written by TMA, (TM + TN)*TK*b bytes, and read by wgmma: each
@@ -91,6 +93,25 @@ Per-k-block bytes a CTA requests: Bs = (TM/cn + TN/cm)*TK*b (cluster multicast).
        Pk = max(Tc, x, (lat_ring + lat_oob + x + Tc) / B).
    Off: lat_oob = 0.
 
+10. ``coalesced_reads`` -- reads of one panel k-block that CTAs close in launch order
+   issue at the same time are served once by the L2; panels shared only by CTAs far
+   apart in launch order are read by each. With d_m, d_n the launch-order distance
+   between consecutive users of an A / B panel (row raster: A 1, B tiles_n; column:
+   transposed; grouped: B 1, A GROUP_M), c = exp(-(d - 1) / coalesce_distance), and
+   r_m, r_n the wave's distinct panels:
+       L2w(a) = [(c_m*r_m + (1 - c_m)*a)*TM/cn + (c_n*r_n + (1 - c_n)*a)*TN/cm]*TK*b*u_ab
+              + a*Bs*u_ab*(lines - 1)         (split rows: each CTA's own requests)
+   Measured (benchmarks/raster_probe.py, 6144^3): 256x64 tiles run 871 us in row
+   raster (the 256-row A panel read together by neighbours) and 1095-1454 us in grouped
+   and column raster (A shared only 8 or 24 CTAs apart); 64x256 the reverse (723-851
+   vs 1217-1368). Fitted: coalesce_distance ~4, and the L2 rate falls from an
+   implausible ~14 TB/s (every request counted) to ~6 TB/s. Off: L2w(a) = a*Bs*lines.
+11. ``consumer_warpgroups`` -- a 64-row tile has one consumer warpgroup, which keeps the
+   tensor cores busy only ``one_wg_math_share`` of the time (fitted ~0.73; 128- and
+   256-row tiles have two): T_MATH = 2*TM*TN*TK / (math_flops_per_us * share). Small
+   shapes run 64x128 tiles ~10% slower than 128x64 (same work, same bytes); without it
+   the two tie and the per-shape rank correlation is 0.92, with it 0.99. Off: share 1.
+
 Epilogue of one tile (consumer warps, after the tile's last multiply):
     E(a) = t_epilogue_us + max(TM*TN*ob*f / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us,
                                [N % 8] a*TM*TN*ob / scalar_l2_bytes_per_us)
@@ -107,12 +128,13 @@ Whole kernel, with Lk(a) = (S-1)*Pk(a) + Tc (the loop after its fill):
 
 Constants beyond ``params.PARAM_NAMES`` (``CONSTANTS``) come from ``Params.extra`` when
 present, else descriptor defaults (``default_constants``): dram_eff_bytes_per_us (0.9 x the
-datasheet), l2_bytes_per_us (4 x DRAM datasheet), smem_bytes_per_us (128 B/clk),
+datasheet), l2_bytes_per_us (2 x DRAM datasheet), smem_bytes_per_us (128 B/clk),
 store_bytes_per_us (64 B/clk), l2_effective_fraction (0.5: one L2 partition),
 l2_window_kblocks (16), scalar_store_factor (4), tile_overhead_us (0.05),
 cta_launch_us (0.5), sm_load_bytes_per_us (48 B/clk), l2_skew_kblocks (1),
 line_split_cost (1), sector_split_cost (1), ring_extra_latency_us (0.5), oob_row_us (1.5e-4),
-scalar_l2_bytes_per_us (128 B/clk), oob_sat_rows (3e4).
+scalar_l2_bytes_per_us (128 B/clk), oob_sat_rows (3e4), coalesce_distance (2),
+one_wg_math_share (0.9).
 
 Limiter of the first wave's steady state: "load" (x), "l2" (x from the L2 term),
 "math", "smem", "latency" (the (lat + x + Tc)/B term), "epilogue" (E exceeds the loop).
@@ -134,14 +156,14 @@ from . import common
 NAME = "ws-pipelined"
 LIMITERS = ("load", "l2", "math", "smem", "latency", "epilogue")
 EFFECTS = ("pipelining", "bandwidth_sharing", "l2_reuse", "smem_limit", "padding", "sm_load_cap", "row_alignment",
-           "ring_latency", "boundary_fill")
+           "ring_latency", "boundary_fill", "coalesced_reads", "consumer_warpgroups")
 RASTER_CODES = {"row": 0, "column": 1, "grouped": 2}
 GROUP_M = 8  # kernels/common.py GROUP_M
 CONSTANTS = ("dram_eff_bytes_per_us", "l2_bytes_per_us", "smem_bytes_per_us", "store_bytes_per_us",
              "l2_effective_fraction", "l2_window_kblocks", "scalar_store_factor",
              "tile_overhead_us", "cta_launch_us", "sm_load_bytes_per_us", "l2_skew_kblocks",
              "line_split_cost", "sector_split_cost", "ring_extra_latency_us", "oob_row_us",
-             "scalar_l2_bytes_per_us", "oob_sat_rows")
+             "scalar_l2_bytes_per_us", "oob_sat_rows", "coalesce_distance", "one_wg_math_share")
 INPUTS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n",
           "persistent", "raster", "in_bytes", "out_bytes", "sf_bytes_per_elem", "sms", "l2_bytes",
           "t_init_us", "t_epilogue_us", "load_bytes_per_us", "load_latency_us",
@@ -154,7 +176,7 @@ def default_constants(gpu) -> dict[str, float]:
     dram = gpu.dram_bytes_per_s / 1e6
     return {
         "dram_eff_bytes_per_us": 0.9 * dram,  # achievable share of the datasheet HBM rate
-        "l2_bytes_per_us": 4.0 * dram,  # ~52 B/clk/SM on H100: what 700+ TFLOP/s without multicast needs
+        "l2_bytes_per_us": 2.0 * dram,  # ~6.7 TB/s on H100 (gemmperf microbench copy: 4.3 read + written)
         "smem_bytes_per_us": 128.0 * clock,  # 32 banks x 4 B per clock
         "store_bytes_per_us": 64.0 * clock,  # one SM's global store issue rate
         "l2_effective_fraction": 0.5,  # one L2 partition holds a CTA's near data
@@ -169,6 +191,8 @@ def default_constants(gpu) -> dict[str, float]:
         "ring_extra_latency_us": 0.5,  # a ring slot's round trip beyond the load latency (~1000 clk)
         "oob_row_us": 1.5e-4,  # a wave's zero-filled box row in flight: round-trip latency it adds
         "scalar_l2_bytes_per_us": 128.0 * clock,  # all SMs' 2-byte stores: partial-sector L2 writes
+        "coalesce_distance": 2.0,  # launch-order distance over which simultaneous reads merge
+        "one_wg_math_share": 0.9,  # tensor-core share one consumer warpgroup sustains
         "oob_sat_rows": 3.0e4,  # zero-filled rows in flight where their added latency levels off
     }
 
@@ -285,7 +309,8 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
              dram_eff_bytes_per_us, l2_bytes_per_us, smem_bytes_per_us, store_bytes_per_us,
              l2_effective_fraction, l2_window_kblocks, scalar_store_factor, tile_overhead_us,
              cta_launch_us, sm_load_bytes_per_us, l2_skew_kblocks, line_split_cost, sector_split_cost,
-             ring_extra_latency_us, oob_row_us, scalar_l2_bytes_per_us, oob_sat_rows, model_options=None,
+             ring_extra_latency_us, oob_row_us, scalar_l2_bytes_per_us, oob_sat_rows, coalesce_distance,
+             one_wg_math_share, model_options=None,
              **flags) -> dict[str, np.ndarray]:
     o = _options(model_options, flags)
     f64 = np.float64
@@ -319,7 +344,9 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
     lines = line_factor(k, in_bytes, line_split_cost, sector_split_cost) if o["row_alignment"] else 1.0
 
     # -- math and shared memory (effect 3)
-    t_math = 2.0 * tile_m * tile_n * tile_k / math_flops_per_us + math_latency_us
+    # effect 11: one consumer warpgroup (64-row tiles) keeps the tensor cores less busy
+    wg_share = np.where(tile_m < 128, one_wg_math_share, 1.0) if o["consumer_warpgroups"] else 1.0
+    t_math = 2.0 * tile_m * tile_n * tile_k / (math_flops_per_us * wg_share) + math_latency_us
     smem_bytes = ((tile_m + tile_n) * tile_k + tile_m * tile_k + (tile_m / 64.0) * tile_n * tile_k) * in_bytes
     t_smem = smem_bytes / smem_bytes_per_us
     t_c = np.maximum(t_math, t_smem) if o["smem_limit"] else t_math + 0.0 * t_smem
@@ -332,13 +359,31 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
         return wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_bytes, l2e,
                               l2_window_kblocks, m, n, k, s, l2_skew_kblocks)
 
-    def stage_load(a, h):
+    d_m, d_n = reuse_distance(tiles_m, tiles_n, raster)
+    a_bytes = (tile_m / cn) * tile_k * elem  # a CTA's A and B bytes per k-block
+    b_bytes = (tile_n / cm) * tile_k * elem
+
+    def l2_bytes_of_wave(t0, a):
+        """Bytes the L2 serves per k-block for the wave: a panel read by launch neighbours
+        (reuse distance 1) at the same time is served once; panels shared only at a
+        distance are read by each CTA (effect 10)."""
+        if not o["coalesced_reads"]:
+            return a * req_eff
+        r_m, r_n = wave_panels(t0, a, tiles_m, tiles_n, raster)
+        c_m = np.exp(-(d_m - 1) / coalesce_distance)
+        c_n = np.exp(-(d_n - 1) / coalesce_distance)
+        part_a = (c_m * np.minimum(r_m, a) + (1 - c_m) * a) * a_bytes
+        part_b = (c_n * np.minimum(r_n, a) + (1 - c_n) * a) * b_bytes
+        return (part_a + part_b) * (useful_ab if o["padding"] else 1.0)
+
+    def stage_load(a, h, t0):
         """(per-k-block transfer time of one CTA, whether the L2 term binds)."""
         if not o["bandwidth_sharing"]:
             x = req_eff / load_bytes_per_us
             return x + 0.0 * a, np.zeros(np.shape(x + 0.0 * a), dtype=bool)
         x_dram = a * req_eff * (1.0 - h) / dram_eff_bytes_per_us
-        x_l2 = a * req_eff * lines / l2_bytes_per_us
+        # split rows' extra requests are each CTA's own: never coalesced
+        x_l2 = (l2_bytes_of_wave(t0, a) + a * req_eff * (lines - 1.0)) / l2_bytes_per_us
         x = np.maximum(x_dram, x_l2)
         if o["sm_load_cap"]:
             # one SM's TMA path moves the whole box, zero-filled overhang included
@@ -347,13 +392,13 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
 
     h_first = hit(np.zeros_like(tiles), first_a)
     h_last = hit(full_waves * sms, last_a)
-    x_first, l2_first = stage_load(first_a, h_first)
+    x_first, l2_first = stage_load(first_a, h_first, np.zeros_like(tiles))
     # full waves: the first one has no predecessor in L2, the others do
     h_full0 = hit(np.zeros_like(tiles), sms)
     h_later = hit(np.where(full_waves > 1, sms, 0) + 0 * tiles, sms)  # the second wave (where there is one)
     h_full = np.where(full_waves > 1, (h_full0 + (full_waves - 1) * h_later) / np.maximum(full_waves, 1), h_full0)
-    x_full, _ = stage_load(sms, h_full)
-    x_last, _ = stage_load(last_a, h_last)
+    x_full, _ = stage_load(sms, h_full, np.zeros_like(tiles))
+    x_last, _ = stage_load(last_a, h_last, full_waves * sms)
 
     lat = load_latency_us
     lat_ring = lat + ring_extra_latency_us if o["ring_latency"] else lat
