@@ -55,7 +55,8 @@ Per-k-block bytes a CTA requests: Bs = (TM/cn + TN/cm)*TK*b (cluster multicast).
    and when N % 8 != 0 the epilogue falls back to 2-byte stores: store time x
    ``scalar_store_factor`` per SM, and at least a*TM*TN*ob / ``scalar_l2_bytes_per_us``
    for the wave (partial-sector writes share the L2's request rate; measured 2047^3 vs
-   2048^3, 128x256 tiles: 32 CTAs add 14 us per tile, 128 CTAs 28 us). Off: fill and K loop scale by the useful fraction
+   2048^3, 128x256 tiles: 32 CTAs add 14 us per tile, 128 CTAs 28 us).
+   Off: fill and K loop scale by the useful fraction
    u = M*N*K / (tiles_m*TM * tiles_n*TN * S*TK) (an idealized kernel that wastes
    nothing), bytes are not reduced, the epilogue is always vectorized.
    ``padding_waste`` = 1 - u.
@@ -104,13 +105,15 @@ Per-k-block bytes a CTA requests: Bs = (TM/cn + TN/cm)*TK*b (cluster multicast).
    Measured (benchmarks/raster_probe.py, 6144^3): 256x64 tiles run 871 us in row
    raster (the 256-row A panel read together by neighbours) and 1095-1454 us in grouped
    and column raster (A shared only 8 or 24 CTAs apart); 64x256 the reverse (723-851
-   vs 1217-1368). Fitted: coalesce_distance ~4, and the L2 rate falls from an
-   implausible ~14 TB/s (every request counted) to ~6 TB/s. Off: L2w(a) = a*Bs*lines.
+   vs 1217-1368). Fitted on every development row: coalesce_distance 2.6, and the L2
+   rate falls from an implausible ~14 TB/s (every request counted) to 6.8 TB/s.
+   Off: L2w(a) = a*Bs*lines.
 11. ``consumer_warpgroups`` -- a 64-row tile has one consumer warpgroup, which keeps the
    tensor cores busy only ``one_wg_math_share`` of the time (fitted ~0.73; 128- and
    256-row tiles have two): T_MATH = 2*TM*TN*TK / (math_flops_per_us * share). Small
-   shapes run 64x128 tiles ~10% slower than 128x64 (same work, same bytes); without it
-   the two tie and the per-shape rank correlation is 0.92, with it 0.99. Off: share 1.
+   shapes run 64x128 tiles ~9% slower than 128x64 (same work, same bytes); without it
+   the two tie, and the per-shape rank correlation (grouped CV) is 0.85, with it 0.98.
+   Off: share 1.
 
 Epilogue of one tile (consumer warps, after the tile's last multiply):
     E(a) = t_epilogue_us + max(TM*TN*ob*f / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us,
