@@ -43,7 +43,7 @@ def main(argv=None) -> int:
                     if why is not None:
                         continue
                     t0 = time.time()
-                    task = {**cfg.__dict__, "m": m, "n": n, "k": k}
+                    task = {"m": m, "n": n, "k": k, **cfg.as_dict()}
                     out = meas(task)
                     rows.append({"m": m, "n": n, "k": k, "tile_m": tm, "tile_n": tn, "stages": st,
                                  "persistent": persistent, "raster": raster, "status": out.get("status"),

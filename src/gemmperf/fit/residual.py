@@ -46,6 +46,7 @@ import polars as pl
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from ..errors import UserError
+from .constants import canonical_order
 
 FORMAT = "gemmperf-residual-1"
 BASE_MODEL = "ws-pipelined"
@@ -210,8 +211,6 @@ class Correction:
     @classmethod
     def fit(cls, pred: pl.DataFrame, sms: int, measured: str = "time_us", meta: dict | None = None,
             **estimator_params) -> Correction:
-        from .constants import canonical_order
-
         # the trees' tied splits and float sums follow row order: fit in a canonical one
         pred = canonical_order(pred)
         X = features(pred, sms).to_numpy()

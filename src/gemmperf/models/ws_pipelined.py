@@ -337,11 +337,11 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
         * (k / (s * tile_k))
 
     elem = in_bytes + sf_bytes_per_elem
-    req = (tile_m / cn + tile_n / cm) * tile_k * elem  # bytes a CTA requests per k-block
-    if o["padding"]:
-        req_eff = req * useful_ab
-    else:
-        req_eff = req
+    a_bytes = (tile_m / cn) * tile_k * elem  # a CTA's A and B bytes per k-block
+    b_bytes = (tile_n / cm) * tile_k * elem
+    req = a_bytes + b_bytes  # bytes a CTA requests per k-block
+    loaded = useful_ab if o["padding"] else 1.0  # share of them TMA actually moves
+    req_eff = req * loaded
     # effect 7: rows of A and B (pitch = K rounded up to 8 elements) that do not start on a
     # 128-byte line make each 128-byte box row two L2 requests instead of one
     lines = line_factor(k, in_bytes, line_split_cost, sector_split_cost) if o["row_alignment"] else 1.0
@@ -362,9 +362,10 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
         return wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_bytes, l2e,
                               l2_window_kblocks, m, n, k, s, l2_skew_kblocks)
 
+    # effect 10: share of a panel's reads merged with its launch neighbours', per operand
     d_m, d_n = reuse_distance(tiles_m, tiles_n, raster)
-    a_bytes = (tile_m / cn) * tile_k * elem  # a CTA's A and B bytes per k-block
-    b_bytes = (tile_n / cm) * tile_k * elem
+    c_m = np.exp(-(d_m - 1) / coalesce_distance)
+    c_n = np.exp(-(d_n - 1) / coalesce_distance)
 
     def l2_bytes_of_wave(t0, a):
         """Bytes the L2 serves per k-block for the wave: a panel read by launch neighbours
@@ -373,11 +374,9 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
         if not o["coalesced_reads"]:
             return a * req_eff
         r_m, r_n = wave_panels(t0, a, tiles_m, tiles_n, raster)
-        c_m = np.exp(-(d_m - 1) / coalesce_distance)
-        c_n = np.exp(-(d_n - 1) / coalesce_distance)
         part_a = (c_m * np.minimum(r_m, a) + (1 - c_m) * a) * a_bytes
         part_b = (c_n * np.minimum(r_n, a) + (1 - c_n) * a) * b_bytes
-        return (part_a + part_b) * (useful_ab if o["padding"] else 1.0)
+        return (part_a + part_b) * loaded
 
     def stage_load(a, h, t0):
         """(per-k-block transfer time of one CTA, whether the L2 term binds)."""
