@@ -1,0 +1,90 @@
+"""Behaviour is unchanged: every model's predictions on every shipped row, bit for bit.
+
+tests/data/reference/ was written by make_reference.py on main at 38feef8, before the
+renovation of issue 13: the shipped H100 rows of every testlist predicted by every model
+with microbenchmark parameters, with the fitted constants plus the residual correction,
+and the default sweep of the squares testlist on two catalog GPUs with descriptor
+defaults. Here today's code predicts the same rows from the same parameter files and
+every column must be equal (floats exactly, NaN where NaN).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from gemmperf.configs import read_configs
+from gemmperf.fit.residual import Correction
+from gemmperf.hardware import get_gpu, load_gpu
+from gemmperf.params import ParamSet
+from gemmperf.predictions import candidate_table, predict_all
+from gemmperf.problem import read_testlist
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "tests" / "data" / "reference"
+SHIPPED = REPO / "results" / "h100-sxm5-80gb" / "shipped"
+TESTLISTS = ["dsv3", "paper-grid", "squares", "decode", "llm"]
+FAMILIES = ["ws-hopper", "ws-ampere", "simt"]
+MODELS = ["sol", "sync", "ws-stage", "ws-persistent", "ws-pipelined"]
+
+
+@pytest.fixture(scope="module")
+def reference() -> pl.DataFrame:
+    return pl.read_parquet(DATA / "predictions.parquet")
+
+
+def _today() -> dict[str, pl.DataFrame]:
+    gpu = load_gpu(SHIPPED / "hardware.json")
+    paths = [SHIPPED / "measurements" / f"{t}.csv" for t in TESTLISTS]
+    table = pl.concat([read_configs(p).with_columns(pl.lit(p.stem).alias("testlist")) for p in paths],
+                      how="diagonal_relaxed")
+    mb = ParamSet.load(DATA / "params_microbench.json", gpu)
+    fitted = ParamSet.load(DATA / "params_fitted.json", gpu)
+    corr = Correction.load(DATA / "correction.json")
+    out = {
+        "h100/microbench": predict_all(table, mb, MODELS),
+        "h100/fitted": predict_all(table, fitted, MODELS, corr),
+    }
+    shapes = read_testlist(REPO / "testlists" / "squares.csv")
+    for slug in ("a100-sxm4-80gb", "h200-sxm-141gb"):
+        g = get_gpu(slug)
+        out[f"{slug}/default"] = predict_all(candidate_table(shapes, g, FAMILIES, "bf16"), ParamSet(g), MODELS)
+    return out
+
+
+@pytest.fixture(scope="module")
+def today() -> dict[str, pl.DataFrame]:
+    return _today()
+
+
+CASES = ["h100/microbench", "h100/fitted", "a100-sxm4-80gb/default", "h200-sxm-141gb/default"]
+
+
+def _equal(ref: pl.Series, new: pl.Series) -> bool:
+    if ref.dtype.is_float() or new.dtype.is_float():
+        a, b = ref.cast(pl.Float64).to_numpy(), new.cast(pl.Float64).to_numpy()
+        return bool(np.array_equal(a, b, equal_nan=True))
+    return ref.to_list() == new.to_list()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_predictions_unchanged(reference, today, case):
+    ref = reference.filter(pl.col("case") == case).drop("case")
+    new = today[case]
+    ref = ref.select([c for c in ref.columns if ref.get_column(c).null_count() < ref.height])
+    assert new.height == ref.height
+    missing = [c for c in ref.columns if c not in new.columns]
+    assert not missing, f"{case}: columns gone: {missing}"
+    for name in ("model", "predicted_us", "limiter"):
+        assert name in ref.columns
+    bad = [c for c in ref.columns if not _equal(ref.get_column(c), new.get_column(c))]
+    assert not bad, f"{case}: columns that changed: {bad}"
+
+
+def test_reference_covers_every_model(reference):
+    models = set(reference.filter(pl.col("case") == "h100/fitted").get_column("model").unique())
+    assert models == {*MODELS, "ws-pipelined+residual"}
+    assert reference.filter(pl.col("case") == "h100/fitted").height == 6 * 6822
