@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gemmperf.report.browser import find_chromium, inspect_page
 from gemmperf.report.pages import NAV, write_gpu_report
 
+from browser import find_chromium, inspect_page
 from test_report import catalog_data
 
 CHROMIUM = find_chromium()

@@ -9,12 +9,14 @@ import polars as pl
 import pytest
 
 from gemmperf.hardware import CATALOG
+from gemmperf.models import ws_persistent
 from gemmperf.params import ParamSet
 from gemmperf.predictions import candidate_table, predict_all
 from gemmperf.problem import Shape
 from gemmperf.report.basic import write_index
 from gemmperf.report.data import ReportData, with_derived
-from gemmperf.report.pages import IMAGES, NAV, build_pages, readme_block, write_gpu_report
+from gemmperf.report.pages import IMAGES, NAV, TILINGS, TIMELINE, build_pages, readme_block, write_gpu_report
+from gemmperf.tables import CORRECTED_MODEL
 
 REMOTE = re.compile(r"""<(script|link|img|iframe)[^>]*\b(src|href)\s*=\s*["']?(https?:)?//""", re.I)
 SHIPPED = Path(__file__).resolve().parent.parent / "results" / "h100-sxm5-80gb"
@@ -46,11 +48,11 @@ def test_nothing_measured_still_builds_every_page_and_says_so(tmp_path):
     assert {f for f, _ in NAV} <= names and {f"{i}.png" for i in IMAGES} <= names
     for f, _ in NAV:
         text = check_offline(out / f)
-        assert "Nothing was measured" in text or f in ("timeline.html", "tilings.html"), f
+        assert "Nothing was measured" in text or f in (TIMELINE, TILINGS), f
     overview = (out / "index.html").read_text()
     assert "nothing here was measured" in overview and "Stages skipped" in overview
     # the timeline works on predictions alone (the simulator needs no measurement)
-    assert "chart1" in (out / "timeline.html").read_text()
+    assert "chart1" in (out / TIMELINE).read_text()
     for i in IMAGES:
         assert (out / "img" / f"{i}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     summary = json.loads((out / "summary.json").read_text())
@@ -87,6 +89,19 @@ def test_readme_block_prints_the_persistent_breakdown_like_the_readme():
         assert line in text
 
 
+def test_persistent_phases_run_from_zero_to_the_predicted_time():
+    rows = catalog_data().predictions.filter(pl.col("model") == ws_persistent.NAME)
+    assert rows.height
+    for r in rows.iter_rows(named=True):
+        phases = ws_persistent.phases(r)
+        assert phases[0]["start_us"] == 0.0
+        assert all(a["end_us"] == b["start_us"] for a, b in zip(phases, phases[1:]))
+        assert phases[-1]["end_us"] == pytest.approx(r["predicted_us"], rel=1e-12)
+        parts = ws_persistent.wave_parts(r)
+        assert [p["part"] for p in parts] == ["DMA", "MATH", "EPILOGUE"]
+        assert max(p["us"] for p in parts) >= r["wave_math_us"]
+
+
 @pytest.mark.skipif(not (SHIPPED / "report" / "summary.json").is_file(),
                     reason="run `snakemake --cores all` first: no generated report for the shipped H100 data")
 def test_generated_h100_report_is_offline_and_complete():
@@ -95,7 +110,7 @@ def test_generated_h100_report_is_offline_and_complete():
         text = check_offline(report / f)
         assert len(text) < 8_000_000, f"{f} is {len(text)} bytes"
     acc = (report / "accuracy.html").read_text()
-    assert "ws-pipelined+residual" in acc and "predicted / measured" in acc
+    assert CORRECTED_MODEL in acc and "predicted / measured" in acc
     summary = json.loads((report / "summary.json").read_text())
     assert summary["source"] in ("shipped", "measure") and summary["measured_configurations"] > 0
     assert "heldout" in summary["best"]

@@ -6,8 +6,9 @@ import os
 import pytest
 
 from gemmperf.bench.merge import merge_shards
-from gemmperf.bench.sweep import ROW_COLUMNS, done_keys, run_sweep, task_key
+from gemmperf.bench.sweep import done_keys, run_sweep, task_key
 from gemmperf.problem import shard
+from gemmperf.tables import ROW_COLUMNS
 
 
 def tasks(n=12):

@@ -1,8 +1,9 @@
-"""Tables of configurations (problem shape x kernel configuration) in polars.
+"""Configuration tables (problem shape x kernel configuration) in polars.
 
-A configuration table has one row per (m, n, k, kernel configuration): the columns of
-``problem.KernelConfig`` plus m, n, k. This module reads and validates them from CSV
-and builds them from testlists and kernel sweeps.
+A configuration table has one row per (m, n, k, kernel configuration): the columns
+``tables.KEY_COLUMNS``. This module reads and validates them from CSV, row by row (a
+measurement table read this way keeps its measured columns as text, numbers cast), and
+builds them from shapes and kernel sweeps.
 """
 
 from __future__ import annotations
@@ -14,10 +15,7 @@ import polars as pl
 
 from .errors import UserError, where
 from .problem import CONFIG_COLUMNS, KernelConfig, Shape
-
-INT_COLUMNS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n")
-SHAPE_COLUMNS = ("m", "n", "k")
-TABLE_COLUMNS = SHAPE_COLUMNS + CONFIG_COLUMNS
+from .tables import INT_COLUMNS, KEY_COLUMNS, MEASURED_FLOATS, MEASURED_INTS, SHAPE_COLUMNS
 
 _DEFAULTS = KernelConfig().as_dict()
 _SCHEMA = {
@@ -65,7 +63,7 @@ def read_configs(path: str | Path) -> pl.DataFrame:
 
 def _validate_row(row: dict, path: Path, line_no: int) -> dict:
     out = dict(row)
-    for c in TABLE_COLUMNS:
+    for c in KEY_COLUMNS:
         raw = row.get(c, "")
         if raw == "":
             if c in SHAPE_COLUMNS:
@@ -91,12 +89,6 @@ def _validate_row(row: dict, path: Path, line_no: int) -> dict:
     return out
 
 
-# Measured columns (see bench.sweep.ROW_COLUMNS) that are numbers, not text.
-MEASURED_FLOATS = ("time_us", "time_us_min", "time_us_max", "spread", "max_rel_err",
-                   "sm_clock_start_mhz", "sm_clock_end_mhz")
-MEASURED_INTS = ("repeats", "launches_per_repeat", "registers", "smem_bytes", "spill_bytes")
-
-
 def to_frame(rows: list[dict]) -> pl.DataFrame:
     """Rows (dicts with at least the table columns) -> typed DataFrame, table columns first."""
     df = pl.DataFrame(rows, infer_schema_length=None)
@@ -105,14 +97,8 @@ def to_frame(rows: list[dict]) -> pl.DataFrame:
     numbers += [pl.col(c).cast(pl.Int64, strict=False) for c in MEASURED_INTS if c in df.columns]
     if numbers:
         df = df.with_columns(numbers)
-    rest = [c for c in df.columns if c not in TABLE_COLUMNS]
-    return df.select([*TABLE_COLUMNS, *rest])
-
-
-def fill_defaults(df: pl.DataFrame) -> pl.DataFrame:
-    """Add any missing configuration column with the KernelConfig default."""
-    missing = [pl.lit(_DEFAULTS[c]).cast(_SCHEMA[c]).alias(c) for c in CONFIG_COLUMNS if c not in df.columns]
-    return df.with_columns(missing) if missing else df
+    rest = [c for c in df.columns if c not in KEY_COLUMNS]
+    return df.select([*KEY_COLUMNS, *rest])
 
 
 def cross(shapes: list[Shape], configs: list[KernelConfig]) -> pl.DataFrame:
@@ -127,6 +113,3 @@ def cross(shapes: list[Shape], configs: list[KernelConfig]) -> pl.DataFrame:
         raise UserError("no configuration matches the problems' dtypes")
     return to_frame(rows)
 
-
-def row_config(row: dict) -> KernelConfig:
-    return KernelConfig(**{c: row[c] for c in CONFIG_COLUMNS})

@@ -5,7 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from .sweep import ROW_COLUMNS, task_key
+from ..tables import ROW_COLUMNS
+from .sweep import task_key
 
 
 def merge_shards(shards: list[str | Path], out: str | Path) -> int:

@@ -8,7 +8,8 @@
   sweep goes on.
 - Workers are spawned (not forked) so that the parent may have touched CUDA.
 
-Standard library only (the worker's measure function brings numpy and cuda-python).
+Standard library only (the worker's measure function brings numpy and cuda-python); the
+columns and statuses of a row are ``tables.ROW_COLUMNS`` and ``tables.STATUSES``.
 """
 
 from __future__ import annotations
@@ -21,24 +22,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-# Identity of a task: the problem and the kernel configuration.
-KEY_COLUMNS = (
-    "m", "n", "k", "family", "dtype", "tile_m", "tile_n", "tile_k", "stages",
-    "cluster_m", "cluster_n", "persistent", "raster", "mode",
-)
-
-# Every row of a measurement table, in this order.
-ROW_COLUMNS = KEY_COLUMNS + (
-    "out_dtype", "acc_dtype",
-    "status", "reason",
-    "time_us", "time_us_min", "time_us_max", "spread", "repeats", "launches_per_repeat",
-    "converged", "max_rel_err",
-    "registers", "smem_bytes", "spill_bytes",
-    "gpu", "device", "driver", "cuda", "sm_clock_start_mhz", "sm_clock_end_mhz", "warm_l2",
-    "timestamp",
-)
-
-STATUSES = ("ok", "wrong_result", "compile_error", "launch_error", "timeout", "unsupported")
+from ..tables import KEY_COLUMNS, ROW_COLUMNS, STATUSES
 
 
 def task_key(row: dict) -> tuple[str, ...]:

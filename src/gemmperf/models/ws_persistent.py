@@ -41,6 +41,7 @@ wave_sms, last_wave_sms.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -109,3 +110,35 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, cluster_m, cluster_n, in_bytes, ou
 
 def predict(configs, params):
     return common.run(configs, params, sys.modules[__name__])
+
+
+# ------------------------------------------------------------------ phases of a predicted row
+
+# the parts of one wave that overlap, and the columns that hold their times (us)
+WAVE_PARTS = (("DMA", "wave_dma_us"), ("MATH", "wave_math_us"), ("EPILOGUE", "wave_epilogue_us"))
+
+
+def phases(row: Mapping) -> list[dict]:
+    """The consecutive phases of one predicted row (a mapping with ``predict``'s columns):
+    dicts phase, detail, start_us, end_us from 0 to predicted_us. Phases that take no
+    time are left out; the full waves are one phase, each costing its slowest part."""
+    full = max(row[col] for _, col in WAVE_PARTS)
+    rem = row["mainloop_us"] - row["full_waves"] * full
+    out, t = [], 0.0
+    for phase, dur, detail in (
+        ("setup", row["setup_us"], "launch and setup"),
+        ("first DMA", row["first_dma_us"], "the first stage's loads"),
+        ("full waves", row["full_waves"] * full, f"{row['full_waves']} x {full:.3f} us, limiter {row['limiter']}"),
+        ("partial wave", rem, f"{row['last_wave_sms']} SMs busy"),
+        ("last epilogue", row["last_epilogue_us"], "exposed on the last wave"),
+    ):
+        if dur and dur > 0:
+            out.append({"phase": phase, "detail": detail, "start_us": t, "end_us": t + dur})
+            t += dur
+    return out
+
+
+def wave_parts(row: Mapping) -> list[dict]:
+    """The DMA, MATH and EPILOGUE times (dicts part, us) of one predicted row's first
+    full wave: they overlap, and the longest is the limiter."""
+    return [{"part": part, "us": row[col]} for part, col in WAVE_PARTS]

@@ -9,7 +9,9 @@ from pathlib import Path
 import polars as pl
 
 from .html import Page, esc, table_html
-from .pages import NAV
+from .pages import NAV, OVERVIEW
+
+INDEX = "index.html"  # results/index.html, the page linking every GPU's report
 
 
 def write_index(out: Path, summaries: dict[str, Path | dict]) -> None:
@@ -31,10 +33,10 @@ def write_index(out: Path, summaries: dict[str, Path | dict]) -> None:
         })
         pages = " | ".join(f"<a href='{esc(slug)}/report/{f}'>{esc(t)}</a>" for f, t in NAV)
         links.append(f"<li><b>{esc(s['name'])}</b> ({esc(slug)}): {pages}<br><small>{esc(s['note'])}</small></li>")
-    page = Page("index.html", "gemmperf reports")
+    page = Page(INDEX, "gemmperf reports")
     page.p("One report per GPU; every page works offline (the chart library is inside each page).")
     page.add(table_html(pl.DataFrame(rows)) if rows else "<p class=none>No GPUs.</p>")
     page.add(f"<ul>{''.join(links)}</ul>")
     out.parent.mkdir(parents=True, exist_ok=True)
-    nav = [(f"{slug}/report/index.html", slug) for slug in summaries]
+    nav = [(f"{slug}/report/{OVERVIEW}", slug) for slug in summaries]
     out.write_text(page.render(nav, "gemmperf"))

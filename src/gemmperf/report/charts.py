@@ -6,6 +6,8 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
+from ..problem import FAMILIES
+
 WARP_COLORS = {"DMA-A": "#4c78a8", "DMA-B": "#72b7b2", "MATH": "#e45756", "EPILOGUE": "#b279a2"}
 
 PHASE_COLS = [
@@ -195,9 +197,9 @@ def regret_chart(df: pl.DataFrame) -> alt.Chart:
 
 def kernel_bars(df: pl.DataFrame) -> alt.Chart:
     return alt.Chart(df).mark_bar().encode(
-        x=alt.X("kernel:N", sort=["cuBLAS", "ws-hopper", "ws-ampere", "simt"], title=None),
+        x=alt.X("kernel:N", sort=["cuBLAS", *FAMILIES], title=None),
         y=alt.Y("tflops:Q", title="TFLOP/s"),
-        color=alt.Color("kernel:N", sort=["cuBLAS", "ws-hopper", "ws-ampere", "simt"]),
+        color=alt.Color("kernel:N", sort=["cuBLAS", *FAMILIES]),
         column=alt.Column("shape:N", title="shape (M x N x K)"),
         tooltip=["shape", "kernel", "config", alt.Tooltip("tflops", format=".1f"), alt.Tooltip("pct_cublas", format=".0f")],
     ).properties(width=220, height=280)

@@ -9,12 +9,10 @@ from pathlib import Path
 
 import polars as pl
 
-from ..hardware import GPU
+from ..hardware import GPU, load_gpu
 from ..params import ParamSet
 from ..problem import DTYPE_BYTES
-
-CONFIG_COLS = ["m", "n", "k", "family", "dtype", "tile_m", "tile_n", "tile_k", "stages",
-               "cluster_m", "cluster_n", "persistent", "raster"]
+from ..tables import MEASURED_FLOATS, read_measurements
 
 
 @dataclass
@@ -56,8 +54,8 @@ def _out_bytes(dtype_col: str) -> pl.Expr:
     return pl.col(dtype_col).replace_strict({k: float(v) for k, v in DTYPE_BYTES.items()}, default=2.0, return_dtype=pl.Float64)
 
 
-NUMERIC = ["time_us", "time_us_min", "time_us_max", "spread", "predicted_us", "max_rel_err",
-           "sm_clock_start_mhz", "sm_clock_end_mhz"]
+# the columns that are numbers: the measured floats and the model's prediction (us)
+NUMERIC = [*MEASURED_FLOATS, "predicted_us"]
 
 
 def with_derived(df: pl.DataFrame) -> pl.DataFrame:
@@ -104,8 +102,6 @@ def load(
     kernel_speed: str | Path | None = None,
     shipped_readme: str | Path | None = None,
 ) -> ReportData:
-    from ..hardware import load_gpu
-
     gpu = load_gpu(hardware)
     pset = ParamSet.load(params, gpu)
     frames = [pl.read_parquet(p).with_columns(testlist=pl.lit(t)) for t, p in predictions.items()]
@@ -128,7 +124,7 @@ def load(
         tilings={t: pl.read_csv(p, infer_schema_length=10000) for t, p in tilings.items()},
         accuracy=pl.read_csv(accuracy) if accuracy else None,
         out_of_sample=oos,
-        microbench=pl.read_csv(microbench, infer_schema_length=10000) if microbench else None,
+        microbench=read_measurements(microbench) if microbench else None,
         kernel_speed=json.loads(Path(kernel_speed).read_text()) if kernel_speed else None,
         shipped_readme=Path(shipped_readme).read_text() if shipped_readme else None,
         testlists=list(predictions),

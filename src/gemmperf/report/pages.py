@@ -8,22 +8,31 @@ from pathlib import Path
 
 import polars as pl
 
+from ..models import MODELS, sol, sync, ws_persistent, ws_stage
 from ..params import PARAM_NAMES
+from ..problem import FAMILIES
+from ..tables import ABLATION_MARK, CONFIG_KEY, CORRECTED_MODEL, FITTED_CORRECTED_MODEL, FITTED_MODEL
 from . import charts
-from .data import CONFIG_COLS, ReportData
+from .data import ReportData
 from .html import Page, esc, fmt, table_html
 
+# the pages' file names (the one place that names them) and their menu, in order
+OVERVIEW, ACCURACY, ERRORS, ROOFLINE, TIMELINE, TILINGS, KERNELS = (
+    "index.html", "accuracy.html", "errors.html", "roofline.html", "timeline.html", "tilings.html", "kernels.html")
 NAV = [
-    ("index.html", "Overview"),
-    ("accuracy.html", "Predicted vs measured"),
-    ("errors.html", "Where the errors are"),
-    ("roofline.html", "Roofline"),
-    ("timeline.html", "Timeline"),
-    ("tilings.html", "Tilings"),
-    ("kernels.html", "Kernels"),
+    (OVERVIEW, "Overview"),
+    (ACCURACY, "Predicted vs measured"),
+    (ERRORS, "Where the errors are"),
+    (ROOFLINE, "Roofline"),
+    (TIMELINE, "Timeline"),
+    (TILINGS, "Tilings"),
+    (KERNELS, "Kernels"),
 ]
-PRED_MODELS = ["sol", "sync", "ws-stage", "ws-persistent", "ws-pipelined", "ws-pipelined+residual"]
-OOS_MODELS = ["sol", "sync", "ws-stage", "ws-persistent", "ws-pipelined+fit", "ws-pipelined+fit+residual"]
+# the order models are shown in: the workflow's predictions, and the out-of-sample ones
+# (where ws-pipelined appears with its constants fitted per fold)
+PRED_MODELS = [*MODELS, CORRECTED_MODEL]
+OOS_MODELS = [sol.NAME, sync.NAME, ws_stage.NAME, ws_persistent.NAME, FITTED_MODEL, FITTED_CORRECTED_MODEL]
+MEASURED_KEY = [*CONFIG_KEY, "testlist"]  # one measured configuration of one testlist
 IMAGES = ["predicted_vs_measured", "ratio", "roofline", "timeline"]
 SCATTER_PER_MODEL = 1000
 NOTHING_MEASURED = (
@@ -62,7 +71,7 @@ def provenance(data: ReportData) -> str:
     d = data.predictions
     if not data.measured:
         return ""
-    meas = d.unique(subset=CONFIG_COLS + ["testlist"])
+    meas = d.unique(subset=MEASURED_KEY)
     cols = [c for c in ("device", "driver", "cuda", "gpu") if c in meas.columns]
     info = meas.select([pl.col(c).unique().sort().str.join(", ") for c in cols]).row(0, named=True) if cols else {}
     per = meas.group_by("testlist").agg(pl.len().alias("configurations"), pl.col("shape").n_unique().alias("shapes"))
@@ -90,7 +99,7 @@ def accuracy_table(acc: pl.DataFrame) -> pl.DataFrame:
 
 def overview(data: ReportData) -> Page:
     g = data.gpu
-    page = Page("index.html", f"Overview: {g.name}")
+    page = Page(OVERVIEW, f"Overview: {g.name}")
     page.add(
         f"<p><b>{esc(g.name)}</b> ({esc(g.slug)}, {esc(g.arch)}, {g.sms} SMs, {g.sm_clock_mhz:.0f} MHz, "
         f"{g.dram_bytes_per_s / 1e12:.2f} TB/s DRAM, {g.l2_bytes / 2**20:.0f} MiB L2; "
@@ -145,7 +154,7 @@ def measured_predictions(data: ReportData) -> pl.DataFrame:
 
 
 def accuracy_page(data: ReportData) -> Page:
-    page = Page("accuracy.html", "Predicted against measured")
+    page = Page(ACCURACY, "Predicted against measured")
     if not data.measured:
         _none(page, NOTHING_MEASURED)
         return page
@@ -164,7 +173,7 @@ def accuracy_page(data: ReportData) -> Page:
                "the model is pessimistic (predicts slower). Click a legend entry to isolate a model; hover for the "
                "configuration and the model's breakdown; scroll to zoom." + shown, image="predicted_vs_measured")
     if data.out_of_sample is not None:
-        oos = data.out_of_sample.filter(~pl.col("model").str.contains("-no-"))
+        oos = data.out_of_sample.filter(~pl.col("model").str.contains(ABLATION_MARK, literal=True))
         omodels = _models(oos["model"].unique().to_list(), OOS_MODELS)
         page.h2("Sorted ratio curves (out of sample)")
         page.chart(charts.ratio_curves(oos, omodels),
@@ -207,7 +216,7 @@ def readme_block(r: dict) -> str:
 
 
 def errors_page(data: ReportData) -> Page:
-    page = Page("errors.html", "Where the errors are")
+    page = Page(ERRORS, "Where the errors are")
     if not data.measured:
         _none(page, NOTHING_MEASURED)
         return page
@@ -270,7 +279,7 @@ def microbench_ceilings(data: ReportData) -> list[dict]:
 def roofline_points(data: ReportData) -> pl.DataFrame | None:
     pts = []
     if data.measured:
-        d = data.predictions.filter(pl.col("time_us").is_not_null()).unique(subset=CONFIG_COLS, keep="first")
+        d = data.predictions.filter(pl.col("time_us").is_not_null()).unique(subset=list(CONFIG_KEY), keep="first")
         best = d.sort("time_us").group_by("shape", "family", maintain_order=True).first()
         pts.append(best.select(pl.col("family").alias("kernel"), "shape", "config", "intensity", "tflops", "time_us"))
     ks = data.kernel_speed
@@ -286,7 +295,7 @@ def roofline_points(data: ReportData) -> pl.DataFrame | None:
 
 
 def roofline_page(data: ReportData) -> Page:
-    page = Page("roofline.html", "Roofline")
+    page = Page(ROOFLINE, "Roofline")
     if not data.measured:
         _none(page, NOTHING_MEASURED + " The ceilings below are the descriptor's figures only.")
     pts = roofline_points(data)
@@ -302,14 +311,14 @@ def roofline_page(data: ReportData) -> Page:
 
 
 def timeline_choices(data: ReportData, limit: int = 6) -> pl.DataFrame:
-    d = data.predictions.filter(pl.col("model") == "ws-stage")
+    d = data.predictions.filter(pl.col("model") == ws_stage.NAME)
     if d.is_empty():
         return d
     d = d.filter(pl.col("k_stages").is_between(4, 32) & (pl.col("waves") <= 3))
     if "time_us" in d.columns:
         d = d.sort(pl.col("time_us").is_null(), "k_stages", descending=[False, True])
     picks = d.unique(subset=["family", "limiter", "waves"], keep="first", maintain_order=True)
-    order = {"ws-hopper": 0, "ws-ampere": 1, "simt": 2}
+    order = {family: i for i, family in enumerate(FAMILIES)}
     return picks.sort(pl.col("family").replace_strict(order, default=9), "waves").head(limit)
 
 
@@ -320,9 +329,7 @@ def label_of(r: dict) -> str:
 
 
 def timeline_page(data: ReportData) -> Page:
-    from ..models.ws_stage import timeline
-
-    page = Page("timeline.html", "Timeline")
+    page = Page(TIMELINE, "Timeline")
     picks = timeline_choices(data)
     if picks.is_empty():
         _none(page, "No ws-stage predictions to draw.")
@@ -331,8 +338,7 @@ def timeline_page(data: ReportData) -> Page:
     for r in picks.iter_rows(named=True):
         lab = label_of(r)
         labels.append(lab)
-        for b in timeline(r, data.pset, max_waves=2):
-            bars.append({**b, "label": lab})
+        bars += [{**b, "label": lab} for b in ws_stage.timeline(r, data.pset, max_waves=2)]
     page.p("The ws-stage simulator's events (paper section 2.2) for a few configurations: one per kernel "
            "family, limiter and wave count, 4-32 K stages, at most two waves drawn. Pick one in the menu under the chart.")
     page.chart(charts.gantt(pl.DataFrame(bars), labels),
@@ -340,30 +346,22 @@ def timeline_page(data: ReportData) -> Page:
                "MMA (MATH warp), then the wave's epilogue; gaps in the MATH row are the math warp waiting for data "
                "(load-bound), gaps in the DMA rows are the ring of B buffers being full (math-bound).",
                image="timeline")
-    # the persistent model's phases for the same configurations
-    keys = ["m", "n", "k", "family", "dtype", "tile_m", "tile_n", "tile_k", "stages"]
-    per = (data.predictions.filter(pl.col("model") == "ws-persistent")
-           .unique(subset=keys, keep="first")
-           .join(picks.select(keys).with_columns(label=pl.Series(labels)), on=keys))
+    persistent_phases(page, data, picks, labels)
+    return page
+
+
+def persistent_phases(page: Page, data: ReportData, picks: pl.DataFrame, labels: list[str]) -> None:
+    """ws-persistent's phases and wave parts for the timeline's configurations, as the model gives them."""
+    keys = ["m", "n", "k", "family", "dtype", "tile_m", "tile_n", "tile_k", "stages"]  # what picks ws-stage rows
+    per = (data.predictions.filter(pl.col("model") == ws_persistent.NAME)
+           .unique(subset=keys, keep="first", maintain_order=True)
+           .join(picks.select(keys).with_columns(label=pl.Series(labels)), on=keys, maintain_order="right"))
     if per.is_empty():
-        return page
+        return
     phases, waves = [], []
     for r in per.iter_rows(named=True):
-        full = max(r["wave_dma_us"], r["wave_math_us"], r["wave_epilogue_us"])
-        rem = r["mainloop_us"] - r["full_waves"] * full
-        t = 0.0
-        for phase, dur, detail in (
-            ("setup", r["setup_us"], "launch and setup"),
-            ("first DMA", r["first_dma_us"], "the first stage's loads"),
-            ("full waves", r["full_waves"] * full, f"{r['full_waves']} x {full:.3f} us, limiter {r['limiter']}"),
-            ("partial wave", rem, f"{r['last_wave_sms']} SMs busy"),
-            ("last epilogue", r["last_epilogue_us"], "exposed on the last wave"),
-        ):
-            if dur and dur > 0:
-                phases.append({"label": r["label"], "phase": phase, "detail": detail, "start_us": t, "end_us": t + dur})
-                t += dur
-        for part, us in (("DMA", r["wave_dma_us"]), ("MATH", r["wave_math_us"]), ("EPILOGUE", r["wave_epilogue_us"])):
-            waves.append({"label": r["label"], "part": part, "us": us})
+        phases += [{"label": r["label"], **p} for p in ws_persistent.phases(r)]
+        waves += [{"label": r["label"], **w} for w in ws_persistent.wave_parts(r)]
     page.h2("The persistent model's phases (ws-persistent, same configurations)")
     page.chart(charts.persistent_phases(pl.DataFrame(phases), labels),
                "gemm-model's persistent kernel: setup, the first loads, then each wave costs the largest of its DMA, "
@@ -371,14 +369,13 @@ def timeline_page(data: ReportData) -> Page:
     page.chart(charts.wave_limiters(pl.DataFrame(waves), labels),
                "Inside one full wave: the DMA, MATH and EPILOGUE times that overlap; the longest is the limiter "
                "and sets the wave's time.")
-    return page
 
 
 # ------------------------------------------------------------------------------ tilings
 
 
 def tilings_page(data: ReportData) -> Page:
-    page = Page("tilings.html", "Tilings")
+    page = Page(TILINGS, "Tilings")
     page.p("The Z3-optimal configuration per shape and kernel family (minimum predicted time, then minimum "
            "MATH waiting time), with the runner-up, the solve time and, where the shape was measured, the "
            "measured time of the choice against the best measured configuration (regret).")
@@ -421,7 +418,7 @@ def tilings_page(data: ReportData) -> Page:
 
 
 def kernels_page(data: ReportData) -> Page:
-    page = Page("kernels.html", "Kernels")
+    page = Page(KERNELS, "Kernels")
     ks = data.kernel_speed
     if ks:
         rows = []
@@ -444,7 +441,7 @@ def kernels_page(data: ReportData) -> Page:
     else:
         _none(page, "No kernel-speed run against cuBLAS for this GPU (benchmarks/results/kernel_speed_<gpu>.json).")
     if data.measured:
-        d = data.predictions.filter(pl.col("time_us").is_not_null()).unique(subset=CONFIG_COLS + ["testlist"])
+        d = data.predictions.filter(pl.col("time_us").is_not_null()).unique(subset=MEASURED_KEY)
         best = d.sort("tflops", descending=True).group_by("testlist", "family", maintain_order=True).first()
         peak = {dt: data.gpu.peak_flops(dt) / 1e12 for dt in best["dtype"].unique().to_list() if data.gpu.supports(dt)}
         best = best.with_columns(pct_peak=pl.col("tflops") / pl.col("dtype").replace_strict(peak, default=None) * 100)
@@ -470,7 +467,7 @@ def summary(data: ReportData) -> dict:
          "measured_configurations": 0, "pages": NAV}
     if data.measured:
         s["measured_configurations"] = data.predictions.filter(pl.col("time_us").is_not_null()).unique(
-            subset=CONFIG_COLS + ["testlist"]).height
+            subset=MEASURED_KEY).height
     if data.accuracy is not None:
         t = accuracy_table(data.accuracy).filter(pl.col("best"))
         s["best"] = {r["split"]: {"model": r["model"], "median_ape_pct": r["median_ape_pct"]} for r in t.iter_rows(named=True)}

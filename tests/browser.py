@@ -1,8 +1,8 @@
-"""Open report pages in headless Chromium with the network disabled, and read back what
-rendered. No extra Python dependency: Chromium runs twice per page, once with
-``--dump-dom`` (the DOM after the page's scripts ran; each page records its charts'
-status and every console error in ``data-`` attributes, see ``html.py``) and once with
-``--screenshot``.
+"""Test tooling for tests/test_browser.py: open report pages in headless Chromium with
+the network disabled, and read back what rendered. No extra Python dependency: Chromium
+runs twice per page, once with ``--dump-dom`` (the DOM after the page's scripts ran; each
+page records its charts' status and every console error in ``data-`` attributes, see
+``gemmperf/report/html.py``) and once with ``--screenshot``.
 
 Network off: a proxy on a closed port (127.0.0.1:9), every host name resolving to
 nothing, background networking, sync and component updates disabled; the page itself
