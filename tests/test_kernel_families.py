@@ -115,3 +115,14 @@ def test_builder_refuses_a_foreign_architecture():
         builder.build(KernelConfig("ws-hopper", "bf16", 128, 128, 64, 4), "sm_80")
     with pytest.raises(UserError, match="expected sm_XY"):
         builder.build(KernelConfig("simt", "fp32", 64, 64, 8, 1), "hopper")
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_bench_choices_are_legal_where_the_family_runs(name):
+    fam = get_family(name)
+    gpu = H100
+    for tm, tn, tk in fam.microbench_tiles:
+        assert check_legal(KernelConfig(name, fam.default_dtype, tm, tn, tk, fam.bench_stages), gpu) is None
+    for tm, tn, stages, persistent in fam.small_picks:
+        tk = max(fam.tile_ks)
+        assert check_legal(KernelConfig(name, fam.default_dtype, tm, tn, tk, stages, persistent=persistent), gpu) is None

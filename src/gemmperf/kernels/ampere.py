@@ -35,6 +35,9 @@ class WsAmpere(Family):
     tma_operands = False
     arch_rule = "sm_80 or later"
     source_files = ("prelude.cuh", "ampere.cu")
+    bench_stages = 4
+    microbench_tiles = ((64, 64, 32), (128, 64, 32), (128, 128, 32), (64, 128, 64), (128, 128, 64))
+    small_picks = ((128, 128, 3, False),)
 
     def runs_on_arch(self, arch: str) -> bool:
         major, _ = compute_capability(arch)

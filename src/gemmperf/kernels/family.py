@@ -55,6 +55,14 @@ class Family:
     arch_rule: str = ""
     # CUDA files this family's source is rendered from (in gemmperf/kernels).
     source_files: tuple[str, ...] = ()
+    # What the measurement presets and microbenchmarks (bench/) measure of this family:
+    # the ring depth they use; the tiles (M, N, K) the microbenchmarks time; the
+    # (tile_m, tile_n, stages, persistent) picks of the "small" preset; whether the
+    # "medium" preset measures every legal tile of the family (else it is "small").
+    bench_stages: int = 4
+    microbench_tiles: tuple[tuple[int, int, int], ...] = ()
+    small_picks: tuple[tuple[int, int, int, bool], ...] = ()
+    medium_grid: bool = False
     # Same for every family today; the models read them from here.
     group_m = GROUP_M  # tile rows of one group of the grouped raster
     k_align_elems = K_ALIGN_ELEMS

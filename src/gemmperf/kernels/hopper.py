@@ -36,6 +36,10 @@ class WsHopper(Family):
     tma_operands = True
     arch_rule = "sm_90a"
     source_files = ("prelude.cuh", "hopper.cu")
+    bench_stages = 4
+    microbench_tiles = ((64, 128, 64), (128, 128, 64), (128, 256, 64), (256, 128, 64), (64, 256, 64))
+    small_picks = ((128, 128, 4, False), (128, 256, 4, True), (256, 128, 4, True), (128, 64, 4, False))
+    medium_grid = True
 
     def runs_on_arch(self, arch: str) -> bool:
         return arch == "sm_90a"  # wgmma and setmaxnreg

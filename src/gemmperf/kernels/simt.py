@@ -31,6 +31,9 @@ class Simt(Family):
     tma_operands = False
     arch_rule = "any architecture"
     source_files = ("prelude.cuh", "simt.cu")
+    bench_stages = 2  # double-buffered
+    microbench_tiles = ((64, 64, 8), (64, 64, 16), (128, 64, 8), (128, 128, 8), (64, 128, 16))
+    small_picks = ((64, 64, 2, False),)
 
     def runs_on_arch(self, arch: str) -> bool:
         return True
