@@ -16,7 +16,8 @@ and cuda-python, imported when used.
 
 from .builder import CompiledKernel, Resources, build, render
 from .families import FAMILY_OBJECTS, check_legal, families_on, family_of, get_family, sweep_for_gpu
-from .family import Family, pad_k
+from .family import K_ALIGN_ELEMS, MAX_STAGES, Family, pad_k
+from .source import GROUP_M
 
 __all__ = [
     "CompiledKernel",
@@ -25,6 +26,9 @@ __all__ = [
     "render",
     "FAMILY_OBJECTS",
     "Family",
+    "GROUP_M",
+    "K_ALIGN_ELEMS",
+    "MAX_STAGES",
     "check_legal",
     "families_on",
     "family_of",

@@ -21,8 +21,6 @@ PRODUCER_WARPS = 2
 WORKING_REGS = 40
 # A-operand fragments: 8 registers for each 16-row slice of a warp's tile_m / 2 rows.
 A_FRAGMENT_REGS_PER_32_ROWS = 8
-# Accumulators a consumer thread may hold.
-MAX_ACCUMULATORS = 128
 
 
 class WsAmpere(Family):
@@ -56,15 +54,6 @@ class WsAmpere(Family):
     def register_estimate(self, cfg: KernelConfig) -> int:
         fragments = A_FRAGMENT_REGS_PER_32_ROWS * (cfg.tile_m // 32)
         return self.accumulators_per_thread(cfg) + fragments + WORKING_REGS
-
-    def check_shape(self, cfg: KernelConfig) -> str | None:
-        if not self.tile_ok(cfg):
-            return self.tile_reason()
-        if self.accumulators_per_thread(cfg) > MAX_ACCUMULATORS:
-            return f"accumulators exceed {MAX_ACCUMULATORS} registers a thread"
-        if cfg.stages < self.min_stages:
-            return f"{self.name} needs at least {self.min_stages} stages"
-        return None
 
     def in_default_sweep(self, cfg: KernelConfig, gpu) -> bool:
         """Tiles with M, N in {64, 128}, stages 2 to 4, non-persistent, row and grouped."""

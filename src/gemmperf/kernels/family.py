@@ -49,6 +49,8 @@ class Family:
     # Ring depths the kernel accepts (shared memory and registers may allow fewer).
     min_stages: int = 2
     max_stages: int = MAX_STAGES
+    # fp32 accumulators a math thread may hold in registers.
+    max_accumulators: int = 128
     # Whether A and B reach the kernel as TMA descriptors (else as pointers + ld).
     tma_operands: bool = False
     # The architecture rule, in words, for reasons and errors.
@@ -105,6 +107,10 @@ class Family:
         """Shared memory one CTA uses (dynamic + static), in bytes."""
         return self.dynamic_smem(cfg)
 
+    def accumulators_per_thread(self, cfg: KernelConfig) -> int:
+        """fp32 accumulators one math thread holds."""
+        raise NotImplementedError
+
     def register_estimate(self, cfg: KernelConfig) -> int:
         """Registers per thread of the math warps (accumulators plus working registers)."""
         raise NotImplementedError
@@ -122,8 +128,14 @@ class Family:
         return f"{self.name} tiles: M and N in {{{', '.join(map(str, self.tile_ms))}}}, {k}"
 
     def check_shape(self, cfg: KernelConfig) -> str | None:
-        """The family's own rules on tiles and stages: None, or the reason."""
-        raise NotImplementedError
+        """The family's own rules on tiles, accumulators and stages: None, or the reason."""
+        if not self.tile_ok(cfg):
+            return self.tile_reason()
+        if self.accumulators_per_thread(cfg) > self.max_accumulators:
+            return f"accumulators exceed {self.max_accumulators} registers a thread"
+        if cfg.stages < self.min_stages:
+            return f"{self.name} needs at least {self.min_stages} stages"
+        return None
 
     def check_legal(self, cfg: KernelConfig, gpu) -> str | None:
         """None if ``cfg`` is legal on ``gpu``, else the reason it is not."""

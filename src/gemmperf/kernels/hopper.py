@@ -19,8 +19,6 @@ PROD_REGS = 40
 # Working registers of a consumer thread beside its accumulators (addresses, descriptors,
 # loop counters, the epilogue's packed values).
 WORKING_REGS = 40
-# Accumulators a consumer thread may hold (wgmma fragments live in registers).
-MAX_ACCUMULATORS = 128
 # 1: quad-transposed 16-byte stores in the epilogue; 0: 4-byte stores straight from the
 # wgmma fragments. A module switch (an integer in the source) for A/B timing.
 QUAD_EPILOGUE = 1
@@ -69,15 +67,6 @@ class WsHopper(Family):
 
     def register_limit(self, cfg: KernelConfig, gpu) -> int:
         return self.consumer_regs(cfg)
-
-    def check_shape(self, cfg: KernelConfig) -> str | None:
-        if not self.tile_ok(cfg):
-            return self.tile_reason()
-        if self.accumulators_per_thread(cfg) > MAX_ACCUMULATORS:
-            return f"accumulators exceed {MAX_ACCUMULATORS} registers a thread"
-        if cfg.stages < self.min_stages:
-            return f"{self.name} needs at least {self.min_stages} stages"
-        return None
 
     def in_default_sweep(self, cfg: KernelConfig, gpu) -> bool:
         """Stages 2, 3, 4 and the most that fit (at most 6); non-persistent with the row

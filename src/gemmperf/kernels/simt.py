@@ -58,8 +58,11 @@ class Simt(Family):
     def smem_bytes(self, cfg: KernelConfig) -> int:
         return self.static_smem(cfg)
 
+    def accumulators_per_thread(self, cfg: KernelConfig) -> int:
+        return TM * TN
+
     def register_estimate(self, cfg: KernelConfig) -> int:
-        return TM * TN + WORKING_REGS
+        return self.accumulators_per_thread(cfg) + WORKING_REGS
 
     def check_shape(self, cfg: KernelConfig) -> str | None:
         if not self.tile_ok(cfg):
