@@ -79,7 +79,9 @@ class Family:
         return self.runs_on_arch(gpu.arch)
 
     def dtype_for(self, dtype: str) -> str:
-        """The input dtype this family computes when ``dtype`` is requested."""
+        """The input dtype this family computes when ``dtype`` is requested: the
+        tensor-core families take it as it is (the models also predict dtypes the
+        kernels do not compile yet, such as fp8); simt is always fp32."""
         return dtype
 
     @property
