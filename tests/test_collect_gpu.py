@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from gemmperf.hardware import NoGPU, probe
+from gemmperf.kernels import get_family
 
 try:
     GPU = probe()
@@ -26,7 +27,7 @@ SRC = str(Path(__file__).resolve().parent.parent / "src")
 def collect(testlist, out, *extra):
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     cmd = [sys.executable, "-m", "gemmperf", "collect", "--testlist", str(testlist), "--out", str(out),
-           "--families", "ws-hopper,simt" if GPU.arch == "sm_90a" else "simt", "--preset", "small",
+           "--families", "ws-hopper,simt" if get_family("ws-hopper").runs_on(GPU) else "simt", "--preset", "small",
            "--max-seconds", "0.5", *extra]
     return cmd, env
 

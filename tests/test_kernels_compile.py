@@ -14,8 +14,8 @@ pytest.importorskip("cuda.bindings.nvrtc")
 
 from gemmperf.errors import UserError  # noqa: E402
 from gemmperf.hardware import CATALOG  # noqa: E402
-from gemmperf.kernels import builder, space  # noqa: E402
-from gemmperf.problem import MODES, KernelConfig  # noqa: E402
+from gemmperf.kernels import builder, check_legal, get_family  # noqa: E402
+from gemmperf.problem import FAMILIES, MODES, KernelConfig  # noqa: E402
 
 H100 = CATALOG["h100-sxm5-80gb"]
 A100 = CATALOG["a100-sxm4-80gb"]
@@ -24,7 +24,7 @@ FULL = os.environ.get("GEMMPERF_FULL_COMPILE") == "1"
 
 def _subset(gpu, family):
     """One config per (tile, stages-class) cycling persistence/raster, plus every mode once."""
-    sweep = space.default_sweep(family, gpu)
+    sweep = get_family(family).default_sweep(gpu)
     if FULL:
         return [c.replace(mode=m) for c in sweep for m in MODES]
     picked, seen = [], set()
@@ -45,12 +45,11 @@ def _subset(gpu, family):
             picked.append(next(c for c in sweep if (c.persistent, c.raster) == v))
     base = picked[0]
     picked += [base.replace(mode=m) for m in MODES if m != "full"]
-    if family != "simt":
-        picked += [base.replace(dtype="fp16")]
+    picked += [base.replace(dtype=d) for d in get_family(family).dtypes[1:]]
     return picked
 
 
-CASES = [(H100, f, c) for f in ("ws-hopper", "ws-ampere", "simt") for c in _subset(H100, f)]
+CASES = [(H100, f, c) for f in FAMILIES for c in _subset(H100, f)]
 CASES += [(A100, f, c) for f in ("ws-ampere", "simt") for c in _subset(A100, f)[:6]]
 
 
@@ -64,32 +63,36 @@ def test_compiles_within_limits(gpu, family, cfg):
     if cfg.mode == "full":
         assert r.spills == 0 and r.stack_frame == 0, kern.log
         assert not any("C7508" in w for w in r.warnings), r.warnings  # setmaxnreg ignored
-    if family == "simt":
-        assert r.static_smem == space.smem_bytes(cfg) or cfg.mode in ("epilogue-only", "empty")
-    else:
-        assert r.dynamic_smem == space.smem_bytes(cfg)
+    fam = get_family(family)
+    assert r.dynamic_smem == fam.dynamic_smem(cfg)
+    assert r.threads == fam.threads(cfg)
+    if fam.dynamic_smem(cfg) == 0:  # static shared memory only: ptxas reports it
+        assert r.static_smem == fam.smem_bytes(cfg) or cfg.mode in ("epilogue-only", "empty")
+    if cfg.mode == "full":  # the register formula that decides legality holds
+        assert r.registers <= fam.register_limit(cfg, gpu)
 
 
 def test_sweep_covers_every_value():
-    sweep = space.default_sweep("ws-hopper", H100)
+    hopper, ampere, simt = (get_family(f) for f in FAMILIES)
+    sweep = hopper.default_sweep(H100)
     assert {c.tile_m for c in sweep} == {64, 128, 256}
     assert {c.tile_n for c in sweep} == {64, 128, 256}
     assert {c.persistent for c in sweep} == {False, True}
     assert {c.raster for c in sweep} == {"row", "column", "grouped"}
     assert min(c.stages for c in sweep) == 2
     for c in sweep:
-        assert space.check_legal(c, H100) is None
-        assert space.smem_bytes(c) <= H100.smem_per_block
-    assert space.default_sweep("ws-hopper", A100) == []
-    assert space.default_sweep("ws-ampere", A100)
-    assert space.default_sweep("simt", CATALOG["rtx-a6000"])
+        assert check_legal(c, H100) is None
+        assert hopper.smem_bytes(c) <= H100.smem_per_block
+    assert hopper.default_sweep(A100) == []
+    assert ampere.default_sweep(A100)
+    assert simt.default_sweep(CATALOG["rtx-a6000"])
 
 
 def test_illegal_configs_are_refused():
-    assert space.check_legal(KernelConfig("ws-hopper", "bf16", 256, 256, 64, 3), H100)  # 256 acc regs
-    assert space.check_legal(KernelConfig("ws-hopper", "bf16", 128, 256, 64, 5), H100)  # smem
-    assert space.check_legal(KernelConfig("ws-hopper", "bf16", 128, 128, 64, 4), A100)  # arch
-    assert space.check_legal(KernelConfig("simt", "bf16", 64, 64, 8, 1), H100)
+    assert check_legal(KernelConfig("ws-hopper", "bf16", 256, 256, 64, 3), H100)  # 256 acc regs
+    assert check_legal(KernelConfig("ws-hopper", "bf16", 128, 256, 64, 5), H100)  # smem
+    assert check_legal(KernelConfig("ws-hopper", "bf16", 128, 128, 64, 4), A100)  # arch
+    assert check_legal(KernelConfig("simt", "bf16", 64, 64, 8, 1), H100)
     with pytest.raises(UserError):
         builder.build(KernelConfig("ws-hopper", "bf16", 128, 128, 64, 4), "sm_80")
 

@@ -9,6 +9,7 @@ pytest.importorskip("numpy")
 pytest.importorskip("cuda.bindings")
 
 from gemmperf.hardware import NoGPU, probe  # noqa: E402
+from gemmperf.kernels import get_family  # noqa: E402
 from gemmperf.problem import MODES, KernelConfig  # noqa: E402
 
 try:
@@ -30,7 +31,7 @@ def _configs():
         KernelConfig("simt", "fp32", 128, 128, 8, 2),
         KernelConfig("simt", "fp32", 64, 64, 16, 1, raster="column"),
     ]
-    if GPU is not None and GPU.arch == "sm_90a":
+    if GPU is not None and get_family("ws-hopper").runs_on(GPU):
         out = [
             KernelConfig("ws-hopper", "bf16", 128, 256, 64, 4, persistent=True, raster="grouped"),
             KernelConfig("ws-hopper", "bf16", 256, 128, 64, 3),

@@ -7,20 +7,19 @@ import polars as pl
 from . import configs as cfgs
 from .errors import UserError
 from .hardware import GPU
+from .kernels import families_on
+from .models import predict
 from .params import ParamSet
-from .problem import Shape, family_dtype, runs_on
+from .problem import Shape
 
 
 def candidate_table(shapes: list[Shape], gpu: GPU, families: list[str], dtype: str) -> pl.DataFrame:
-    """Every shape with the default sweep of each family that runs on ``gpu``."""
-    from .kernels.space import default_sweep
-
+    """Every shape with the default sweep of each family that runs on ``gpu`` (in the
+    dtype the family computes for ``dtype``)."""
     frames = []
-    for family in families:
-        if not runs_on(family, gpu):
-            continue
-        fd = family_dtype(family, dtype)
-        configs = default_sweep(family, gpu, fd)
+    for family in families_on(gpu, families):
+        fd = family.dtype_for(dtype)
+        configs = family.default_sweep(gpu, fd)
         fam_shapes = [Shape(s.m, s.n, s.k, fd) for s in shapes]
         frames.append(cfgs.cross(fam_shapes, configs))
     if not frames:
@@ -33,8 +32,6 @@ CORRECTED = "ws-pipelined+residual"
 
 def corrected(table: pl.DataFrame, pset: ParamSet, correction) -> pl.DataFrame:
     """ws-pipelined with the learned residual correction applied (predicted_us corrected)."""
-    from .models import predict
-
     out = correction(predict(table, pset, "ws-pipelined"))
     return out.with_columns(
         pl.col("predicted_us").alias("uncorrected_us"), pl.col("corrected_us").alias("predicted_us")
@@ -44,8 +41,6 @@ def corrected(table: pl.DataFrame, pset: ParamSet, correction) -> pl.DataFrame:
 def predict_all(table: pl.DataFrame, pset: ParamSet, models: list[str], correction=None) -> pl.DataFrame:
     """All models on one table, stacked long with a ``model`` column; with a
     ``correction``, also the corrected ws-pipelined model."""
-    from .models import predict
-
     out = [predict(table, pset, m).with_columns(pl.lit(m).alias("model")) for m in models]
     if correction is not None:
         out.append(corrected(table, pset, correction).with_columns(pl.lit(CORRECTED).alias("model")))

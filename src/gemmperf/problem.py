@@ -28,28 +28,11 @@ DTYPE_BYTES: dict[str, float] = {
 # nvfp4 carries one e4m3 scale per 16 elements along K.
 SCALE_FACTORS: dict[str, tuple[int, float]] = {"nvfp4": (16, 1.0)}
 
+# Kernel family names; the rules of each family are its Family object
+# (gemmperf.kernels.families), which the core does not import.
 FAMILIES = ("ws-hopper", "ws-ampere", "simt")
 MODES = ("full", "load-only", "math-only", "epilogue-only", "empty")
 RASTERS = ("row", "column", "grouped")
-
-# Output dtype each family writes for a given input dtype (accumulation is fp32).
-FAMILY_DTYPES: dict[str, tuple[str, ...]] = {
-    "ws-hopper": ("bf16", "fp16"),
-    "ws-ampere": ("bf16", "fp16"),
-    "simt": ("fp32",),
-}
-
-
-def family_dtype(family: str, dtype: str) -> str:
-    """simt is the FP32 kernel; the tensor-core families take the requested dtype."""
-    return "fp32" if family == "simt" else dtype
-
-
-def runs_on(family: str, gpu) -> bool:
-    """Whether ``family`` runs on ``gpu`` (ws-hopper needs sm_90a, ws-ampere sm_80+)."""
-    major, _ = gpu.compute_capability
-    return {"ws-hopper": gpu.arch == "sm_90a", "ws-ampere": major >= 8, "simt": True}[family]
-
 
 def check_dtype(dtype: str, origin: str = "dtype") -> str:
     if dtype not in DTYPE_BYTES:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+from ..kernels.builder import nvrtc_version
 
 _NVML: dict = {}
 
@@ -64,8 +65,6 @@ def nvidia_driver() -> str | None:
 def identity(gpu) -> dict:
     """Fields recorded in every measurement row: which GPU, driver and CUDA."""
     from cuda.bindings import driver as cu
-
-    from ..kernels.builder import nvrtc_version
 
     err, version = cu.cuDriverGetVersion()
     major, minor = nvrtc_version()

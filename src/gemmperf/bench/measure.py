@@ -14,8 +14,23 @@ import math
 import os
 import sys
 
+from ..kernels.builder import build
+from ..kernels.driver import CudaError, check
+from ..kernels.family import pad_k
+from ..kernels.launch import (
+    DeviceBuffer,
+    GemmRunner,
+    device_arch,
+    ensure_context,
+    fill_random,
+    grid_size,
+    kernel_args,
+    launch_raw,
+)
+from ..kernels.verify import verify
 from ..problem import DTYPE_BYTES, KernelConfig
-from .timing import check, time_kernel
+from .device import sm_clock_mhz
+from .timing import time_kernel
 
 MAX_GRAPH_LAUNCHES = 2048
 TARGET_GRAPH_US = 1500.0
@@ -28,8 +43,6 @@ class Measurer:
     def __init__(self, gpu, *, warm_l2: bool = False, rel_spread: float = 0.02, max_seconds: float = 2.0,
                  verify_modes=("full",)):
         from cuda.bindings import driver as cu
-
-        from ..kernels.launch import device_arch, ensure_context
 
         ensure_context(0)
         self.cu = cu
@@ -44,8 +57,6 @@ class Measurer:
 
     # ---------------------------------------------------------------- pieces
     def kernel(self, cfg: KernelConfig):
-        from ..kernels.builder import build
-
         key = cfg.key()
         if key not in self.kernels:
             self.kernels[key] = build(cfg, self.arch)
@@ -53,8 +64,6 @@ class Measurer:
 
     def input_pool(self, m: int, n: int, k: int, dtype: str):
         """Copies of (A, B) covering 3x the L2 (one copy for warm L2), filled randomly."""
-        from ..kernels.launch import DeviceBuffer, fill_random, pad_k
-
         key = (m, n, k, dtype)
         if self.pool_key == key:
             return self.pool
@@ -74,16 +83,10 @@ class Measurer:
         return self.pool
 
     def sm_clock(self):
-        from .device import sm_clock_mhz
-
         return sm_clock_mhz()
 
     # ---------------------------------------------------------------- one task
     def __call__(self, task: dict) -> dict:
-        from ..kernels.builder import KERNEL_NAME  # noqa: F401  (import check)
-        from ..kernels.launch import CudaError, GemmRunner, _launch_raw, grid_size, kernel_args
-        from ..kernels.verify import verify
-
         cfg = KernelConfig(**{f: task[f] for f in KernelConfig.__dataclass_fields__})
         m, n, k = int(task["m"]), int(task["n"]), int(task["k"])
         row = {"out_dtype": cfg.out_dtype, "acc_dtype": "fp32"}
@@ -103,7 +106,7 @@ class Measurer:
                 pool = self.input_pool(m, n, k, cfg.dtype)
                 args = [kernel_args(kern, a.ptr, b.ptr, c_ptr, m, n, k) for a, b in pool]
                 func, grid = kern.function(), grid_size(cfg, m, n, runner.sms)
-                row.update(self.time(lambda i: _launch_raw(func, grid, kern.threads, kern.dynamic_smem,
+                row.update(self.time(lambda i: launch_raw(func, grid, kern.threads, kern.dynamic_smem,
                                                            self.stream, args[i % len(args)]), len(args)))
         except CudaError as err:
             # a sticky error poisons the context: end this worker, the sweep restarts one

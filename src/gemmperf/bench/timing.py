@@ -18,14 +18,7 @@ from dataclasses import dataclass
 
 from cuda.bindings import driver as cu
 
-
-def check(result):
-    """Unwrap a cuda.bindings call's (err, *values); raise on any error."""
-    err, *values = result if isinstance(result, tuple) else (result,)
-    if int(err) != 0:
-        name = cu.cuGetErrorName(err)[1]
-        raise RuntimeError(f"CUDA error {int(err)} {name.decode() if isinstance(name, bytes) else name}")
-    return values[0] if len(values) == 1 else (values or None)
+from ..kernels.driver import check
 
 
 @dataclass

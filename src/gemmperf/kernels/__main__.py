@@ -12,14 +12,19 @@ import argparse
 import sys
 import time
 
+from ..hardware import CATALOG
 from ..problem import MODES, KernelConfig
+from .builder import build
+from .families import get_family, sweep_for_gpu
+from .launch import GemmRunner, device_arch, ensure_context
+from .verify import verify
 
 ODD_SHAPES = [(1, 1, 1), (17, 33, 65), (1000, 1000, 1000), (4096, 257, 7168), (129, 4095, 200)]
 
 
 def default_configs(arch: str) -> list[KernelConfig]:
     out = []
-    if arch == "sm_90a":
+    if get_family("ws-hopper").runs_on_arch(arch):
         out += [
             KernelConfig("ws-hopper", "bf16", 128, 256, 64, 4, persistent=True, raster="grouped"),
             KernelConfig("ws-hopper", "bf16", 256, 128, 64, 4, persistent=True, raster="grouped"),
@@ -44,10 +49,6 @@ def _parse_shape(text: str) -> tuple[int, int, int]:
 
 
 def selftest(args) -> int:
-    from .builder import build
-    from .launch import GemmRunner, device_arch, ensure_context
-    from .verify import verify
-
     ensure_context(0)
     arch = device_arch(0)
     configs = default_configs(arch)
@@ -118,10 +119,6 @@ def selftest(args) -> int:
 
 
 def compile_sweep(args) -> int:
-    from ..hardware import CATALOG
-    from .builder import build
-    from .space import sweep_for_gpu
-
     gpu = CATALOG[args.gpu]
     modes = tuple(MODES) if args.all_modes else ("full",)
     configs = sweep_for_gpu(gpu, modes)

@@ -19,12 +19,11 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..problem import KernelConfig
-from . import ampere, hopper, simt
+from .driver import check
+from .families import family_of
 
 KERNEL_NAME = "gemm_kernel"
 CACHE_FORMAT = 1
-
-_FAMILY = {"ws-hopper": hopper, "ws-ampere": ampere, "simt": simt}
 
 
 @dataclass(frozen=True)
@@ -74,8 +73,6 @@ class CompiledKernel:
         if self._function is None:
             from cuda.bindings import driver as cu
 
-            from .launch import check
-
             self._module = check(cu.cuModuleLoadData(self.cubin))
             self._function = check(cu.cuModuleGetFunction(self._module, KERNEL_NAME.encode()))
             if self.dynamic_smem > 48 * 1024:
@@ -87,11 +84,7 @@ class CompiledKernel:
 def render(config: KernelConfig) -> str:
     """CUDA C++ source for ``config`` (integers and enums only go into it)."""
     config.validate()
-    return _FAMILY[config.family].render(config)
-
-
-def family_module(config: KernelConfig):
-    return _FAMILY[config.family]
+    return family_of(config).render(config)
 
 
 def nvrtc_version() -> tuple[int, int]:
@@ -142,18 +135,16 @@ def _check_arch(config: KernelConfig, arch: str) -> None:
     m = re.fullmatch(r"sm_(\d+)(a?)", arch)
     if not m:
         raise UserError(f"arch {arch!r}: expected sm_XY or sm_XYa")
-    cc = int(m.group(1))
-    if config.family == "ws-hopper" and arch != "sm_90a":
-        raise UserError(f"{config.key()}: ws-hopper needs sm_90a (wgmma, setmaxnreg), not {arch}")
-    if config.family == "ws-ampere" and cc < 80:
-        raise UserError(f"{config.key()}: ws-ampere needs sm_80 or later, not {arch}")
+    family = family_of(config)
+    if not family.runs_on_arch(arch):
+        raise UserError(f"{config.key()}: {family.name} needs {family.arch_rule}, not {arch}")
 
 
 def build(config: KernelConfig, arch: str, *, use_cache: bool = True, cache: Path | None = None) -> CompiledKernel:
     """Compile ``config`` for ``arch`` (e.g. ``sm_90a``), through the disk cache."""
     _check_arch(config, arch)
     source = render(config)
-    mod = family_module(config)
+    family = family_of(config)
     options = compile_options(config, arch)
     ver = nvrtc_version()
     key = hashlib.sha256(
@@ -162,8 +153,8 @@ def build(config: KernelConfig, arch: str, *, use_cache: bool = True, cache: Pat
             sort_keys=True,
         ).encode()
     ).hexdigest()[:32]
-    dyn = mod.smem_bytes(config)
-    nthreads = mod.threads(config)
+    dyn = family.dynamic_smem(config)
+    nthreads = family.threads(config)
     root = cache if cache is not None else cache_dir()
     cubin_path = root / f"{key}.cubin"
     meta_path = root / f"{key}.json"

@@ -4,7 +4,7 @@ Buffer contract, the same for every family:
 - A: M x K, row-major, leading dimension ``lda = pad_k(K)`` elements;
 - B: N x K, row-major (K-major, i.e. a column-major K x N matrix), ``ldb = pad_k(K)``;
 - C: M x N, row-major, leading dimension N.
-``pad_k`` rounds K up to a multiple of 8 elements so that every row starts on a
+``pad_k`` (``kernels.family``) rounds K up to a multiple of 8 elements so that every row starts on a
 16-byte boundary (TMA and cp.async need it); what lies between K and the leading
 dimension is never read. bf16/fp16 for ws-hopper and ws-ampere (C has the input's
 type), fp32 for simt.
@@ -22,39 +22,15 @@ import statistics
 import numpy as np
 
 from ..problem import DTYPE_BYTES, KernelConfig
+from .builder import compile_source
+from .driver import check
+from .families import family_of
+from .family import pad_k
+from .source import read
 
 POISON16 = 0x7FFF  # NaN in bf16 and in fp16
 POISON32 = 0x7FFFFFFF  # NaN in fp32
 GUARD_ELEMS = 256  # poisoned elements after C, checked for out-of-bounds writes
-
-
-class CudaError(RuntimeError):
-    pass
-
-
-def check(result):
-    """Unwrap a cuda.bindings ``(err, *values)`` tuple, raising on error."""
-    if isinstance(result, tuple):
-        err, rest = result[0], result[1:]
-    else:
-        err, rest = result, ()
-    if int(err) != 0:
-        from cuda.bindings import driver as cu
-
-        name = ""
-        try:
-            _, s = cu.cuGetErrorString(err)
-            name = s.decode() if s else ""
-        except Exception:
-            pass
-        raise CudaError(f"CUDA error {err}: {name}")
-    if not rest:
-        return None
-    return rest[0] if len(rest) == 1 else rest
-
-
-def pad_k(k: int) -> int:
-    return (k + 7) // 8 * 8
 
 
 _CONTEXT = {}
@@ -121,36 +97,8 @@ class DeviceBuffer:
         check(cu.cuMemcpyHtoD(self.ptr + offset, arr.ctypes.data, arr.nbytes))
 
 
-# ------------------------------------------------------------- device-side fill
+# ------------------------------------------------------------- device-side fill (fill.cu)
 
-UTIL_SOURCE = r"""
-typedef unsigned int u32;
-typedef unsigned short u16;
-__device__ __forceinline__ u32 mix(u32 x) {
-    x ^= x >> 16; x *= 0x7feb352dU; x ^= x >> 15; x *= 0x846ca68bU; x ^= x >> 16; return x;
-}
-// Uniform values in [-1, 1) from (seed, element index); zero in the padding columns.
-__device__ __forceinline__ float uniform(long long i, int ld, int cols, u32 seed) {
-    if ((int)(i % ld) >= cols) return 0.0f;
-    u32 h = mix((u32)i ^ mix(seed ^ (u32)(i >> 32) * 0x9e3779b9U));
-    return (float)(h >> 8) * (1.0f / 8388608.0f) - 1.0f;
-}
-extern "C" __global__ void fill16(u16 *p, long long rows, int cols, int ld, u32 seed, int fp16) {
-    long long total = rows * (long long)ld;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x) {
-        float v = uniform(i, ld, cols, seed);
-        unsigned short r;
-        if (fp16) asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(v));
-        else asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(v));
-        p[i] = r;
-    }
-}
-extern "C" __global__ void fill32(float *p, long long rows, int cols, int ld, u32 seed) {
-    long long total = rows * (long long)ld;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total; i += (long long)gridDim.x * blockDim.x)
-        p[i] = uniform(i, ld, cols, seed);
-}
-"""
 
 _UTIL: dict = {}
 
@@ -159,9 +107,7 @@ def _util_functions(arch: str):
     if arch not in _UTIL:
         from cuda.bindings import driver as cu
 
-        from .builder import compile_source
-
-        cubin = compile_source(UTIL_SOURCE, arch, "gemmperf_util")
+        cubin = compile_source(read("fill.cu"), arch, "gemmperf_util")
         mod = check(cu.cuModuleLoadData(cubin))
         _UTIL[arch] = (
             mod,
@@ -183,7 +129,7 @@ def _params(values: list) -> tuple:
     return objs, arr
 
 
-def _launch_raw(func, grid, block, smem, stream, values) -> None:
+def launch_raw(func, grid, block, smem, stream, values) -> None:
     from cuda.bindings import driver as cu
 
     objs, arr = _params(values)
@@ -197,11 +143,11 @@ def fill_random(buf: DeviceBuffer, rows: int, cols: int, ld: int, dtype: str, se
     if dtype == "fp32":
         vals = [ctypes.c_uint64(buf.ptr), ctypes.c_longlong(rows), ctypes.c_int(cols), ctypes.c_int(ld),
                 ctypes.c_uint32(seed & 0xFFFFFFFF)]
-        _launch_raw(f32, grid, 256, 0, stream, vals)
+        launch_raw(f32, grid, 256, 0, stream, vals)
     else:
         vals = [ctypes.c_uint64(buf.ptr), ctypes.c_longlong(rows), ctypes.c_int(cols), ctypes.c_int(ld),
                 ctypes.c_uint32(seed & 0xFFFFFFFF), ctypes.c_int(int(dtype == "fp16"))]
-        _launch_raw(f16, grid, 256, 0, stream, vals)
+        launch_raw(f16, grid, 256, 0, stream, vals)
 
 
 # ------------------------------------------------------------------ tensor maps
@@ -252,7 +198,7 @@ def kernel_args(kernel, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: i
     cfg = kernel.config
     lda = pad_k(k) if lda is None else lda
     ldb = pad_k(k) if ldb is None else ldb
-    if cfg.family == "ws-hopper":
+    if family_of(cfg).tma_operands:
         tma = tensor_map(a_ptr, m, k, lda, cfg.tile_m, cfg.tile_k, cfg.dtype)
         tmb = tensor_map(b_ptr, n, k, ldb, cfg.tile_n, cfg.tile_k, cfg.dtype)
         return [tma, tmb, ctypes.c_uint64(c_ptr), ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k)]
@@ -268,7 +214,7 @@ def launch(kernel, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int, s
     sms = num_sms() if sms is None else sms
     args = kernel_args(kernel, a_ptr, b_ptr, c_ptr, m, n, k, lda, ldb)
     grid = grid_size(kernel.config, m, n, sms)
-    _launch_raw(kernel.function(), grid, kernel.threads, kernel.dynamic_smem, stream, args)
+    launch_raw(kernel.function(), grid, kernel.threads, kernel.dynamic_smem, stream, args)
 
 
 class GemmRunner:
@@ -311,7 +257,7 @@ class GemmRunner:
 
     # -- running
     def launch(self) -> None:
-        _launch_raw(self._func, self._grid, self.kernel.threads, self.kernel.dynamic_smem, self.stream, self._args)
+        launch_raw(self._func, self._grid, self.kernel.threads, self.kernel.dynamic_smem, self.stream, self._args)
 
     def synchronize(self) -> None:
         from cuda.bindings import driver as cu

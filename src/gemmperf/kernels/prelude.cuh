@@ -1,20 +1,3 @@
-"""CUDA C++ pieces shared by the kernel families (as Python strings).
-
-Sources include no headers at all (``cuda.h`` and ``cuda_bf16.h`` are not needed), so
-NVRTC compiles them with no include path. Everything configurable is rendered as
-integer ``constexpr`` values from a validated :class:`~gemmperf.problem.KernelConfig`.
-"""
-
-from __future__ import annotations
-
-from ..problem import KernelConfig
-
-MODE_IDS = {"full": 0, "load-only": 1, "math-only": 2, "epilogue-only": 3, "empty": 4}
-RASTER_IDS = {"row": 0, "column": 1, "grouped": 2}
-# Tiles along M in one group of the grouped (swizzled) raster.
-GROUP_M = 8
-
-PRELUDE = r"""
 typedef unsigned int u32;
 typedef unsigned long long u64;
 typedef unsigned short u16;
@@ -86,24 +69,3 @@ __device__ __forceinline__ bool mbar_test(u64 *bar, u32 parity) {
 __device__ __forceinline__ void mbar_wait(u64 *bar, u32 parity) {
     while (!mbar_test(bar, parity)) { }
 }
-"""
-
-
-def defines(cfg: KernelConfig, **extra: int) -> str:
-    """``#define`` lines for the values every family uses (integers only)."""
-    values = {
-        "BM": cfg.tile_m,
-        "BN": cfg.tile_n,
-        "BK": cfg.tile_k,
-        "STAGES": cfg.stages,
-        "PERSISTENT": int(cfg.persistent),
-        "RASTER": RASTER_IDS[cfg.raster],
-        "MODE": MODE_IDS[cfg.mode],
-        "GROUP_M": GROUP_M,
-        "OUT_FP16": int(cfg.dtype == "fp16"),
-    }
-    values.update(extra)
-    for key, value in values.items():
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"define {key} must be an int, got {value!r}")
-    return "".join(f"#define {k} {v}\n" for k, v in values.items())

@@ -1,0 +1,207 @@
+"""What a kernel family is: the rules one family owns, asked by legality, the sweep
+space, the builder and the models instead of comparing family names.
+
+A :class:`Family` holds its name, the architectures it runs on, its dtypes, whether it
+runs on tensor cores, its tile and stage rules, its shared-memory and register formulas,
+its thread count, its sweep spaces and its CUDA source. Each family is one subclass in
+its own module (``hopper``, ``ampere``, ``simt``); ``families`` is the registry.
+Standard library only (the GPU machine has no polars).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from ..problem import RASTERS, KernelConfig
+from .source import GROUP_M
+
+# Deepest shared-memory ring any family accepts.
+MAX_STAGES = 8
+# A and B rows start every pad_k(K) elements: K rounded up to 8 elements (16 bytes of a
+# 16-bit type), because TMA and cp.async need 16-byte aligned rows.
+K_ALIGN_ELEMS = 8
+
+
+def pad_k(k: int) -> int:
+    """Leading dimension (elements) of the A and B rows for reduction length ``k``."""
+    return (k + K_ALIGN_ELEMS - 1) // K_ALIGN_ELEMS * K_ALIGN_ELEMS
+
+
+def compute_capability(arch: str) -> tuple[int, int]:
+    """``sm_90a`` -> (9, 0); ``sm_100a`` -> (10, 0)."""
+    digits = re.sub(r"\D", "", arch)
+    return int(digits[:-1]), int(digits[-1])
+
+
+class Family:
+    """One kernel family. Subclasses set the class attributes and the formulas."""
+
+    name: str = ""
+    # Input dtypes the kernel compiles for; the first is the default.
+    dtypes: tuple[str, ...] = ()
+    # Whether the math runs on tensor cores (else FP32 FFMA on the CUDA cores).
+    tensor_cores: bool = True
+    # Tile sizes the kernel is written for (elements).
+    tile_ms: tuple[int, ...] = ()
+    tile_ns: tuple[int, ...] = ()
+    tile_ks: tuple[int, ...] = ()
+    # Ring depths the kernel accepts (shared memory and registers may allow fewer).
+    min_stages: int = 2
+    max_stages: int = MAX_STAGES
+    # fp32 accumulators a math thread may hold in registers.
+    max_accumulators: int = 128
+    # Whether A and B reach the kernel as TMA descriptors (else as pointers + ld).
+    tma_operands: bool = False
+    # The architecture rule, in words, for reasons and errors.
+    arch_rule: str = ""
+    # CUDA files this family's source is rendered from (in gemmperf/kernels).
+    source_files: tuple[str, ...] = ()
+    # What the measurement presets and microbenchmarks (bench/) measure of this family:
+    # the ring depth they use; the tiles (M, N, K) the microbenchmarks time; the
+    # (tile_m, tile_n, stages, persistent) picks of the "small" preset; whether the
+    # "medium" preset measures every legal tile of the family (else it is "small").
+    bench_stages: int = 4
+    microbench_tiles: tuple[tuple[int, int, int], ...] = ()
+    small_picks: tuple[tuple[int, int, int, bool], ...] = ()
+    medium_grid: bool = False
+    # Same for every family today; the models read them from here.
+    group_m = GROUP_M  # tile rows of one group of the grouped raster
+    k_align_elems = K_ALIGN_ELEMS
+
+    # ------------------------------------------------------------ architecture, dtypes
+
+    def runs_on_arch(self, arch: str) -> bool:
+        """Whether the kernel compiles and runs for ``arch`` (e.g. ``sm_90a``)."""
+        raise NotImplementedError
+
+    def runs_on(self, gpu) -> bool:
+        return self.runs_on_arch(gpu.arch)
+
+    def dtype_for(self, dtype: str) -> str:
+        """The input dtype this family computes when ``dtype`` is requested: the
+        tensor-core families take it as it is (the models also predict dtypes the
+        kernels do not compile yet, such as fp8); simt is always fp32."""
+        return dtype
+
+    @property
+    def default_dtype(self) -> str:
+        return self.dtypes[0]
+
+    def dtype_reason(self) -> str:
+        return f"{self.name} takes {' or '.join(self.dtypes)}"
+
+    @staticmethod
+    def pad_k(k: int) -> int:
+        return pad_k(k)
+
+    # ------------------------------------------------------------ resources
+
+    def threads(self, cfg: KernelConfig) -> int:
+        """Threads of one CTA."""
+        raise NotImplementedError
+
+    def dynamic_smem(self, cfg: KernelConfig) -> int:
+        """Bytes of dynamic shared memory the launch asks for."""
+        raise NotImplementedError
+
+    def smem_bytes(self, cfg: KernelConfig) -> int:
+        """Shared memory one CTA uses (dynamic + static), in bytes."""
+        return self.dynamic_smem(cfg)
+
+    def accumulators_per_thread(self, cfg: KernelConfig) -> int:
+        """fp32 accumulators one math thread holds."""
+        raise NotImplementedError
+
+    def register_estimate(self, cfg: KernelConfig) -> int:
+        """Registers per thread of the math warps (accumulators plus working registers)."""
+        raise NotImplementedError
+
+    def register_limit(self, cfg: KernelConfig, gpu) -> int:
+        """Registers a math thread may use: one CTA per SM, allocation in units of 8."""
+        per_thread = gpu.regs_per_sm // self.threads(cfg)
+        return min(gpu.regs_per_thread, per_thread // 8 * 8)
+
+    # ------------------------------------------------------------ legality
+
+    def tile_reason(self) -> str:
+        ks = self.tile_ks
+        k = f"K = {ks[0]}" if len(ks) == 1 else f"K in {{{', '.join(map(str, ks))}}}"
+        return f"{self.name} tiles: M and N in {{{', '.join(map(str, self.tile_ms))}}}, {k}"
+
+    def check_shape(self, cfg: KernelConfig) -> str | None:
+        """The family's own rules on tiles, accumulators and stages: None, or the reason."""
+        if not self.tile_ok(cfg):
+            return self.tile_reason()
+        if self.accumulators_per_thread(cfg) > self.max_accumulators:
+            return f"accumulators exceed {self.max_accumulators} registers a thread"
+        if cfg.stages < self.min_stages:
+            return f"{self.name} needs at least {self.min_stages} stages"
+        return None
+
+    def check_legal(self, cfg: KernelConfig, gpu) -> str | None:
+        """None if ``cfg`` is legal on ``gpu``, else the reason it is not."""
+        if cfg.cluster_m != 1 or cfg.cluster_n != 1:
+            return "clusters are not implemented (cluster_m = cluster_n = 1)"
+        if not self.runs_on(gpu):
+            return f"{self.name} needs {self.arch_rule}"
+        if cfg.dtype not in self.dtypes:
+            return self.dtype_reason()
+        reason = self.check_shape(cfg)
+        if reason:
+            return reason
+        if cfg.stages > MAX_STAGES:
+            return f"more than {MAX_STAGES} stages"
+        if self.smem_bytes(cfg) > gpu.smem_per_block:
+            return f"shared memory {self.smem_bytes(cfg)} B > {gpu.smem_per_block} B"
+        if self.register_estimate(cfg) > self.register_limit(cfg, gpu):
+            return f"register estimate {self.register_estimate(cfg)} > {self.register_limit(cfg, gpu)}"
+        return None
+
+    def tile_ok(self, cfg: KernelConfig) -> bool:
+        return cfg.tile_m in self.tile_ms and cfg.tile_n in self.tile_ns and cfg.tile_k in self.tile_ks
+
+    # ------------------------------------------------------------ sweep spaces
+
+    def tiles(self) -> list[tuple[int, int, int]]:
+        return list(itertools.product(self.tile_ms, self.tile_ns, self.tile_ks))
+
+    def stage_range(self) -> tuple[int, ...]:
+        return tuple(range(self.min_stages, self.max_stages + 1))
+
+    def legal_configs(self, gpu, dtype: str | None = None, modes=("full",)) -> list[KernelConfig]:
+        """Every legal configuration on ``gpu`` (all tiles, stages, persistence, rasters)."""
+        dtype = dtype or self.default_dtype
+        out = []
+        for (tm, tn, tk), s, persistent, raster, mode in itertools.product(
+            self.tiles(), self.stage_range(), (False, True), RASTERS, modes
+        ):
+            cfg = KernelConfig(self.name, dtype, tm, tn, tk, s, 1, 1, persistent, raster, mode)
+            if self.check_legal(cfg, gpu) is None:
+                out.append(cfg)
+        return out
+
+    def in_default_sweep(self, cfg: KernelConfig, gpu) -> bool:
+        """Whether a legal ``cfg`` belongs to the reduced grid the project measures."""
+        raise NotImplementedError
+
+    def default_sweep(self, gpu, dtype: str | None = None, modes=("full",)) -> list[KernelConfig]:
+        """The configurations the project measures by default (see ``in_default_sweep``)."""
+        return [c for c in self.legal_configs(gpu, dtype, modes) if self.in_default_sweep(c, gpu)]
+
+    def max_legal_stages(self, cfg: KernelConfig, gpu) -> int:
+        """The deepest legal ring for ``cfg``'s tile on ``gpu`` (min_stages - 1 if none)."""
+        best = self.min_stages - 1
+        for s in range(self.min_stages, MAX_STAGES + 1):
+            if self.check_legal(cfg.replace(stages=s), gpu) is None:
+                best = s
+        return best
+
+    # ------------------------------------------------------------ source
+
+    def render(self, cfg: KernelConfig) -> str:
+        """CUDA C++ source for ``cfg``: ``#define`` integers, then the family's files."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<Family {self.name}>"
