@@ -1,6 +1,6 @@
 """Fit ws-pipelined's remaining constants on kernel measurements (training folds only).
 
-The microbenchmarks fix T_INIT, T_EPILOGUE and the load/math rates (``fit.params``);
+The microbenchmarks fix T_INIT, T_EPILOGUE and the load/math rates (``fit.microbench``);
 what they cannot see (shared DRAM and L2 bandwidth, the shared-memory rate, per-tile
 and per-CTA overheads, the L2 window) is fitted here, by robust nonlinear least squares
 on log(predicted / measured) over ``status == ok`` full-mode rows.

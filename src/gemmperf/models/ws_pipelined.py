@@ -154,14 +154,14 @@ import polars as pl
 
 from ..errors import UserError
 from ..params import ParamSet
-from . import common
+from . import columns
 
 NAME = "ws-pipelined"
 LIMITERS = ("load", "l2", "math", "smem", "latency", "epilogue")
 EFFECTS = ("pipelining", "bandwidth_sharing", "l2_reuse", "smem_limit", "padding", "sm_load_cap", "row_alignment",
            "ring_latency", "boundary_fill", "coalesced_reads", "consumer_warpgroups")
 RASTER_CODES = {"row": 0, "column": 1, "grouped": 2}
-GROUP_M = 8  # kernels/common.py GROUP_M
+GROUP_M = 8  # kernels/columns.py GROUP_M
 CONSTANTS = ("dram_eff_bytes_per_us", "l2_bytes_per_us", "smem_bytes_per_us", "store_bytes_per_us",
              "l2_effective_fraction", "l2_window_kblocks", "scalar_store_factor",
              "tile_overhead_us", "cta_launch_us", "sm_load_bytes_per_us", "l2_skew_kblocks",
@@ -324,8 +324,8 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n, pers
     raster = np.asarray(raster, dtype=np.int64)
     sms = np.asarray(sms, dtype=np.int64)
 
-    s = common.ceil_div(k, tile_k)
-    tiles_m, tiles_n = common.ceil_div(m, tile_m), common.ceil_div(n, tile_n)
+    s = columns.ceil_div(k, tile_k)
+    tiles_m, tiles_n = columns.ceil_div(m, tile_m), columns.ceil_div(n, tile_n)
     tiles = tiles_m * tiles_n
     full_waves, rem = tiles // sms, tiles % sms
     first_a = np.minimum(tiles, sms)
@@ -509,26 +509,26 @@ def constants_for(params: ParamSet, family: str, dtype: str) -> dict[str, float]
 
 def prepare(configs: pl.DataFrame, params: ParamSet) -> tuple[pl.DataFrame, dict[str, np.ndarray]]:
     """(filled config table, evaluate()'s input arrays) for every row."""
-    df = common.fill_configs(configs)
+    df = columns.fill_configs(configs)
     unknown = sorted(set(df.get_column("raster").unique().to_list()) - set(RASTER_CODES))
     if unknown:
         raise UserError(f"configs: raster = {unknown[0]!r} is unknown; known: {', '.join(RASTER_CODES)}")
-    pcols = common.param_columns(df, params)
+    pcols = columns.param_columns(df, params)
     pairs = df.select("family", "dtype").unique()
     table = [{"family": f, "dtype": d, **constants_for(params, f, d)} for f, d in pairs.iter_rows()]
     schema = {"family": pl.Utf8, "dtype": pl.Utf8, **{c: pl.Float64 for c in CONSTANTS}}
     consts = df.select("family", "dtype").join(pl.DataFrame(table, schema=schema), on=["family", "dtype"],
                                                how="left", maintain_order="left").drop("family", "dtype")
     work = pl.concat([
-        df.select(*common.INT_COLUMNS, pl.col("persistent").cast(pl.Int8),
+        df.select(*columns.INT_COLUMNS, pl.col("persistent").cast(pl.Int8),
                   pl.col("raster").replace_strict(RASTER_CODES, return_dtype=pl.Int64)),
         pcols, consts], how="horizontal")
     work = work.with_columns(pl.lit(float(params.gpu.l2_bytes)).alias("l2_bytes"))
-    return df, common.arrays(work, INPUTS)
+    return df, columns.arrays(work, INPUTS)
 
 
 def finish(df: pl.DataFrame, out: dict) -> pl.DataFrame:
-    return common.attach(df, out, LIMITERS)
+    return columns.attach(df, out, LIMITERS)
 
 
 def predict(configs: pl.DataFrame, params: ParamSet, model_options: dict | None = None, **flags) -> pl.DataFrame:
