@@ -9,7 +9,7 @@ buffers; the consumer warpgroups run wgmma on them and, for the same tile, the e
 Modules: ``geometry`` (tiles, waves, the panels a wave reads, L2 hit rates),
 ``effects`` (one function per effect), ``compose`` (``evaluate``: stage terms, waves,
 kernel time, limiter), ``constants`` (the typed ``PipelinedConstants``), ``inputs``
-(evaluate's typed inputs and the ``Switches``), ``table`` (polars in and out).
+(evaluate's typed inputs and the effects' ``Switches``), ``table`` (polars in and out).
 
 Effects (``EFFECTS``; each a function in effects.py whose docstring has its equation,
 and a switch: keyword flags of ``evaluate`` / ``predict``, or ``model_options={...}``;

@@ -8,7 +8,7 @@ from enum import IntEnum
 import numpy as np
 
 from . import effects as E
-from .inputs import Inputs
+from .inputs import INPUTS, Inputs, Switches
 
 
 class Limiter(IntEnum):
@@ -128,7 +128,8 @@ def evaluate(*, model_options: dict | None = None, **named) -> dict[str, np.ndar
     """Predicted time and breakdown per row, from the named arrays of INPUTS (numpy, one
     element per row, broadcast together) and effect switches (keywords or
     ``model_options``)."""
-    x = Inputs.of(named, model_options)
+    flags = {name: value for name, value in named.items() if name not in INPUTS}
+    x = Inputs.of(named, Switches.of(model_options, flags))
     g = x.grid
     t_math, t_smem = math_time(x), smem_time(x)
     t_c = E.smem_limit(x, t_math, t_smem)

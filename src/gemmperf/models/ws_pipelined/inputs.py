@@ -14,8 +14,8 @@ from .geometry import Grid
 
 @dataclass(frozen=True)
 class Switches:
-    """One switch per effect (effects.py), all on by default; off, an effect falls back to
-    the plain ws-stage / ws-persistent assumption so its contribution shows."""
+    """One switch per effect function of effects.py, all on by default; off, an effect
+    falls back to the plain ws-stage / ws-persistent assumption so its contribution shows."""
 
     pipelining: bool = True
     bandwidth_sharing: bool = True
@@ -81,13 +81,11 @@ class Inputs:
         return np.shape(self.m)
 
     @classmethod
-    def of(cls, named: dict, model_options: dict | None = None) -> Inputs:
-        """From evaluate()'s keywords: the arrays of INPUTS plus effect switches."""
+    def of(cls, named: dict, on: Switches) -> Inputs:
+        """From the arrays of INPUTS by name (numpy, broadcast together) and the switches."""
         missing = [name for name in INPUTS if name not in named]
         if missing:
             raise TypeError(f"ws-pipelined evaluate(): missing input(s) {', '.join(missing)}")
-        flags = {name: value for name, value in named.items() if name not in INPUTS}
-        on = Switches.of(model_options, flags)
         values = dict(zip(INPUTS, np.broadcast_arrays(*(np.asarray(named[name]) for name in INPUTS))))
         for name in INT_INPUTS + ("raster", "sms"):
             values[name] = values[name].astype(np.int64)
