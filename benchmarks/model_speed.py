@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
 from gemmperf.hardware import CATALOG  # noqa: E402
-from gemmperf.models import MODELS, ws_stage  # noqa: E402
+from gemmperf.models import MODELS, columns, ws_stage  # noqa: E402
 from gemmperf.params import PARAM_NAMES, ParamSet  # noqa: E402
 from gemmperf.problem import KernelConfig, Shape  # noqa: E402
 
@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     p = params.get("ws-hopper", "bf16")
     for label, shape in (("M=N=K=1024", Shape(1024, 1024, 1024)), ("K=16384", Shape(1024, 1024, 16384))):
         cfg = KernelConfig(tile_k=64, stages=4)
-        t_a, t_b, t_m = (float(x) for x in ws_stage.common.stage_times(
+        t_a, t_b, t_m = (float(x) for x in columns.stage_times(
             cfg.tile_m, cfg.tile_n, cfg.tile_k, 2.0, 0.0, p.load_bytes_per_us, p.load_latency_us,
             p.math_flops_per_us, p.math_latency_us))
         S = -(-shape.k // cfg.tile_k)

@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 
 from gemmperf.errors import UserError
-from gemmperf.fit.params import fit_family, fit_paramset
+from gemmperf.fit.microbench import fit_family, fit_paramset
 from gemmperf.hardware import CATALOG
 
 TRUE = dict(t_init_us=2.5, t_epilogue_us=1.2, load_bytes_per_us=20000.0, load_latency_us=0.4,

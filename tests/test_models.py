@@ -13,7 +13,7 @@ import pytest
 
 from gemmperf.errors import UserError
 from gemmperf.hardware import CATALOG
-from gemmperf.models import MODELS, common, predict, sol, sync, ws_persistent, ws_stage
+from gemmperf.models import MODELS, columns, predict, sol, sync, ws_persistent, ws_stage
 from gemmperf.params import Params, ParamSet
 from gemmperf.problem import DTYPE_BYTES, KernelConfig, Shape
 
@@ -202,8 +202,8 @@ def test_ws_stage_predict_by_hand():
 
 def test_ws_stage_paper_wave_end_drops_last_multiply():
     a = one(256, 512, 1024, stages=3)
-    arrs = common.arrays(pl.concat([common.fill_configs(a).select(common.INT_COLUMNS),
-                                    common.param_columns(common.fill_configs(a), toy_params())],
+    arrs = columns.arrays(pl.concat([columns.fill_configs(a).select(columns.INT_COLUMNS),
+                                    columns.param_columns(columns.fill_configs(a), toy_params())],
                                    how="horizontal"), ws_stage.INPUTS)
     ours = ws_stage.evaluate(**arrs)
     paper = ws_stage.evaluate(**arrs, wave_end="paper")
@@ -333,7 +333,7 @@ def test_predict_mixed_table_matches_evaluate(name):
     # row by row, evaluate() on scalars built by hand gives the same numbers
     for r in out.sample(12, seed=3).iter_rows(named=True):
         p = params.get(r["family"], r["dtype"])
-        scal = {**{c: np.array([r[c]]) for c in common.INT_COLUMNS},
+        scal = {**{c: np.array([r[c]]) for c in columns.INT_COLUMNS},
                 **{c: np.array([getattr(p, c)]) for c in ("t_init_us", "t_epilogue_us",
                                                           "load_bytes_per_us", "load_latency_us",
                                                           "math_flops_per_us", "math_latency_us",

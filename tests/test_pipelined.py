@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -205,3 +206,57 @@ def test_one_consumer_warpgroup_runs_the_math_slower():
     assert out["stage_math_us"][0] > out["stage_math_us"][1]
     off = W.predict(df, PS, consumer_warpgroups=False)
     assert off["stage_math_us"][0] == pytest.approx(off["stage_math_us"][1])
+
+
+@pytest.mark.parametrize("slug", sorted(CATALOG))
+def test_every_default_constant_lies_in_its_plausible_range(slug):
+    defaults = W.default_constants(CATALOG[slug]).as_dict()
+    assert set(defaults) == set(W.CONSTANTS) == set(W.ranges())
+    for name, (lo, hi) in W.ranges().items():
+        assert lo <= defaults[name] <= hi, (slug, name, defaults[name], (lo, hi))
+
+
+def test_every_constant_says_its_unit_and_meaning():
+    for f in dataclasses.fields(W.PipelinedConstants):
+        assert f.metadata["unit"] and len(f.metadata["meaning"]) > 20, f.name
+    assert set(W.FITTED) < set(W.CONSTANTS) and set(W.FITTED) <= set(C.FIT_NAMES)
+
+
+def test_stored_constants_override_defaults_and_old_extra_files_load(tmp_path):
+    fitted = C.with_values(PS, "ws-hopper", "bf16", {"coalesce_distance": 3.5})
+    assert W.constants_for(fitted, "ws-hopper", "bf16").coalesce_distance == 3.5
+    assert W.constants_for(fitted, "ws-ampere", "bf16") == W.default_constants(GPU)
+    new, old = tmp_path / "new.json", tmp_path / "old.json"
+    fitted.save(new)
+    text = new.read_text()
+    assert '"constants"' in text and '"extra"' not in text
+    old.write_text(text.replace('"constants"', '"extra"'))  # the layout before the rename
+    for path in (new, old):
+        loaded = ParamSet.load(path, GPU)
+        assert W.constants_for(loaded, "ws-hopper", "bf16").coalesce_distance == 3.5
+
+
+def test_limiter_names_and_scalar_inputs_broadcast():
+    assert W.LIMITERS == ("load", "l2", "math", "smem", "latency", "epilogue")
+    assert [W.LIMITERS[int(x)] for x in W.Limiter] == [x.name.lower() for x in W.Limiter]
+    df = rows(m=[4096, 64], n=[4096, 8192], k=[4096, 8192])
+    _, arr = W.prepare(df, PS)
+    full = W.evaluate(**arr)
+    # any input may be a scalar: it broadcasts against the others
+    scal = W.evaluate(**{**arr, "t_init_us": float(arr["t_init_us"][0]), "sms": int(arr["sms"][0])})
+    for name, values in full.items():
+        assert np.array_equal(values, scal[name]), name
+    with pytest.raises(TypeError, match="missing input"):
+        W.evaluate(**{k: v for k, v in arr.items() if k != "stages"})
+
+
+def test_each_switch_changes_only_its_effect():
+    # every effect can be switched off on its own, by keyword or through model_options
+    df = rows(m=[1000, 2047, 64], n=[1000, 2047, 8192], k=[3000, 2047, 8192], tile_m=[64, 128, 256],
+              tile_n=[128, 256, 64])
+    _, arr = W.prepare(df, PS)
+    for effect in W.EFFECTS:
+        by_kw = W.evaluate(**arr, **{effect: False})["predicted_us"]
+        by_opt = W.evaluate(**arr, model_options={effect: False})["predicted_us"]
+        assert np.array_equal(by_kw, by_opt), effect
+    assert W.Switches.of({"padding": False}, {"padding": True}).padding

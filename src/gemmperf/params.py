@@ -47,9 +47,10 @@ class Params:
     # one-sigma uncertainty per parameter name, and fit quality (r2, n points) when fitted
     uncertainty: dict[str, float] = field(default_factory=dict)
     quality: dict[str, float] = field(default_factory=dict)
-    # model constants beyond PARAM_NAMES (e.g. ws-pipelined's l2_bytes_per_us), by name;
-    # a model reads the ones it knows and falls back to its own descriptor defaults
-    extra: dict[str, float] = field(default_factory=dict)
+    # stored values of model constants beyond PARAM_NAMES (e.g. ws-pipelined's
+    # l2_bytes_per_us), by name; each model turns the ones it knows into its own typed
+    # constants object over its descriptor defaults (models/ws_pipelined/constants.py)
+    constants: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self):
         for name in PARAM_NAMES:
@@ -119,6 +120,8 @@ class ParamSet:
         for i, e in enumerate(data.get("entries", [])):
             try:
                 fields = {k: e[k] for k in e if k not in ("family", "dtype")}
+                if "extra" in fields:  # files written before the field was named constants
+                    fields["constants"] = {**fields.pop("extra"), **fields.get("constants", {})}
                 entries[(e["family"], e["dtype"])] = Params(**fields)
             except (KeyError, TypeError) as err:
                 raise UserError(f"{path}: entry {i}: {err}") from None

@@ -1,6 +1,6 @@
 """Fit ws-pipelined's remaining constants on kernel measurements (training folds only).
 
-The microbenchmarks fix T_INIT, T_EPILOGUE and the load/math rates (``fit.params``);
+The microbenchmarks fix T_INIT, T_EPILOGUE and the load/math rates (``fit.microbench``);
 what they cannot see (shared DRAM and L2 bandwidth, the shared-memory rate, per-tile
 and per-CTA overheads, the L2 window) is fitted here, by robust nonlinear least squares
 on log(predicted / measured) over ``status == ok`` full-mode rows.
@@ -24,14 +24,9 @@ from ..errors import UserError
 from ..models import ws_pipelined as W
 from ..params import PARAM_NAMES, ParamSet
 
-FIT_NAMES = (
-    "math_flops_per_us", "t_epilogue_us", "load_latency_us", "t_init_us",
-    "dram_eff_bytes_per_us", "l2_bytes_per_us", "smem_bytes_per_us", "store_bytes_per_us",
-    "tile_overhead_us", "cta_launch_us", "l2_window_kblocks", "sm_load_bytes_per_us",
-    "l2_skew_kblocks", "line_split_cost", "sector_split_cost",
-    "ring_extra_latency_us", "oob_row_us", "scalar_store_factor",
-    "scalar_l2_bytes_per_us", "oob_sat_rows", "coalesce_distance", "one_wg_math_share",
-)
+# the microbenchmark parameters the kernel data refit, then every constant of the model
+# marked fitted, in the order of PipelinedConstants' fields
+FIT_NAMES = ("math_flops_per_us", "t_epilogue_us", "load_latency_us", "t_init_us") + W.FITTED
 BOUND = float(np.log(8.0))
 
 
@@ -59,7 +54,7 @@ def valid_rows(meas: pl.DataFrame) -> pl.DataFrame:
 def _current(pset: ParamSet, family: str, dtype: str) -> dict[str, float]:
     p = pset.get(family, dtype)
     values = {name: float(getattr(p, name)) for name in PARAM_NAMES}
-    values.update(W.constants_for(pset, family, dtype))
+    values.update(W.constants_for(pset, family, dtype).as_dict())
     return values
 
 
@@ -68,11 +63,11 @@ def with_values(pset: ParamSet, family: str, dtype: str, values: dict[str, float
     """A copy of ``pset`` whose (family, dtype) entry carries ``values``."""
     p = pset.get(family, dtype)
     core = {k: float(v) for k, v in values.items() if k in PARAM_NAMES}
-    extra = {**(p.extra or {}), **{k: float(v) for k, v in values.items() if k in W.CONSTANTS}}
+    constants = {**(p.constants or {}), **{k: float(v) for k, v in values.items() if k in W.CONSTANTS}}
     unc = {**p.uncertainty, **(uncertainty or {})}
     qual = {**p.quality, **(quality or {})}
     entries = dict(pset.entries)
-    entries[(family, dtype)] = p.replace(**core, extra=extra, uncertainty=unc, quality=qual)
+    entries[(family, dtype)] = p.replace(**core, constants=constants, uncertainty=unc, quality=qual)
     return ParamSet(gpu=pset.gpu, entries=entries, overrides=dict(pset.overrides))
 
 

@@ -46,18 +46,18 @@ import polars as pl
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from ..errors import UserError
+from ..models import ws_pipelined
+from ..problem import DTYPE_BYTES
 from .constants import canonical_order
 
 FORMAT = "gemmperf-residual-1"
-BASE_MODEL = "ws-pipelined"
-LIMITER_NAMES = ("load", "l2", "math", "smem", "latency", "epilogue")
+BASE_MODEL = ws_pipelined.NAME
+LIMITER_NAMES = ws_pipelined.LIMITERS
 
 _LOG2 = lambda e: e.cast(pl.Float64).log(2)  # noqa: E731
 
 
 def _bytes():
-    from ..problem import DTYPE_BYTES
-
     return pl.col("dtype").replace_strict({d: float(b) for d, b in DTYPE_BYTES.items()}, default=2.0,
                                           return_dtype=pl.Float64)
 

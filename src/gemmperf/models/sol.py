@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from . import common
+from . import columns
 
 NAME = "sol"
 LIMITERS = ("math", "dram")
@@ -40,4 +40,4 @@ def evaluate(m, n, k, in_bytes, out_bytes, sf_bytes_per_elem, peak_flops_per_us,
 
 
 def predict(configs, params):
-    return common.run(configs, params, sys.modules[__name__])
+    return columns.run(configs, params, sys.modules[__name__])

@@ -24,7 +24,7 @@ import sys
 
 import numpy as np
 
-from . import common
+from . import columns
 
 NAME = "sync"
 LIMITERS = ("load", "math")
@@ -36,9 +36,9 @@ INPUTS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "in_bytes", "sf_bytes_per
 def evaluate(m, n, k, tile_m, tile_n, tile_k, in_bytes, sf_bytes_per_elem, sms,
              t_init_us, t_epilogue_us, load_bytes_per_us, load_latency_us,
              math_flops_per_us, math_latency_us) -> dict[str, np.ndarray]:
-    stages = common.ceil_div(k, tile_k)
-    tiles, w = common.waves(m, n, tile_m, tile_n, sms)
-    t_a, t_b, t_m = common.stage_times(tile_m, tile_n, tile_k, in_bytes, sf_bytes_per_elem,
+    stages = columns.ceil_div(k, tile_k)
+    tiles, w = columns.waves(m, n, tile_m, tile_n, sms)
+    t_a, t_b, t_m = columns.stage_times(tile_m, tile_n, tile_k, in_bytes, sf_bytes_per_elem,
                                        load_bytes_per_us, load_latency_us,
                                        math_flops_per_us, math_latency_us)
     ws = w * stages
@@ -62,4 +62,4 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, in_bytes, sf_bytes_per_elem, sms,
 
 
 def predict(configs, params):
-    return common.run(configs, params, sys.modules[__name__])
+    return columns.run(configs, params, sys.modules[__name__])

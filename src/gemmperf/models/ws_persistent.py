@@ -45,7 +45,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import common
+from . import columns
 
 NAME = "ws-persistent"
 LIMITERS = ("dma", "math", "epilogue")
@@ -58,7 +58,7 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, cluster_m, cluster_n, in_bytes, ou
              sf_bytes_per_elem, sms, dram_bytes_per_us, t_init_us, t_epilogue_us,
              math_flops_per_us, l2_hit_rate) -> dict[str, np.ndarray]:
     cluster = cluster_m * cluster_n
-    tiles = common.ceil_div(m, tile_m * cluster_m) * common.ceil_div(n, tile_n * cluster_n) * cluster
+    tiles = columns.ceil_div(m, tile_m * cluster_m) * columns.ceil_div(n, tile_n * cluster_n) * cluster
     full_sms = np.maximum((sms // cluster) * cluster, cluster)
     first_sms = np.minimum(tiles, full_sms)
     full_waves = tiles // full_sms
@@ -67,8 +67,8 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, cluster_m, cluster_n, in_bytes, ou
 
     # bytes one SM loads per tile for K extent kk, after multicast and L2 hits
     def dram_per_sm(kk):
-        a = common.operand_bytes(tile_m, kk, in_bytes, sf_bytes_per_elem) / cluster_n
-        b = common.operand_bytes(tile_n, kk, in_bytes, sf_bytes_per_elem) / cluster_m
+        a = columns.operand_bytes(tile_m, kk, in_bytes, sf_bytes_per_elem) / cluster_n
+        b = columns.operand_bytes(tile_n, kk, in_bytes, sf_bytes_per_elem) / cluster_m
         return (a + b) * (1.0 - l2_hit_rate) / dram_bytes_per_us
 
     load_k = dram_per_sm(k)
@@ -109,7 +109,7 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, cluster_m, cluster_n, in_bytes, ou
 
 
 def predict(configs, params):
-    return common.run(configs, params, sys.modules[__name__])
+    return columns.run(configs, params, sys.modules[__name__])
 
 
 # ------------------------------------------------------------------ phases of a predicted row

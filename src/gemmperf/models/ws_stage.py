@@ -54,7 +54,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..problem import DTYPE_BYTES, SCALE_FACTORS, KernelConfig, Shape
-from . import common
+from . import columns
 
 NAME = "ws-stage"
 LIMITERS = ("load", "math", "epilogue")
@@ -86,9 +86,9 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, in_bytes, sf_bytes_per_ele
              t_init_us, t_epilogue_us, load_bytes_per_us, load_latency_us,
              math_flops_per_us, math_latency_us, wave_end: str = "ours") -> dict[str, np.ndarray]:
     _check_wave_end(wave_end)
-    s = common.ceil_div(k, tile_k)
-    tiles, w = common.waves(m, n, tile_m, tile_n, sms)
-    t_a, t_b, t_m = common.stage_times(tile_m, tile_n, tile_k, in_bytes, sf_bytes_per_elem,
+    s = columns.ceil_div(k, tile_k)
+    tiles, w = columns.waves(m, n, tile_m, tile_n, sms)
+    t_a, t_b, t_m = columns.stage_times(tile_m, tile_n, tile_k, in_bytes, sf_bytes_per_elem,
                                        load_bytes_per_us, load_latency_us,
                                        math_flops_per_us, math_latency_us)
     last, wait = closed_form(s, stages, t_a, t_b, t_m)
@@ -114,7 +114,7 @@ def evaluate(m, n, k, tile_m, tile_n, tile_k, stages, in_bytes, sf_bytes_per_ele
 
 
 def predict(configs, params):
-    return common.run(configs, params, sys.modules[__name__])
+    return columns.run(configs, params, sys.modules[__name__])
 
 
 # ------------------------------------------------------------------ event simulator
@@ -183,7 +183,7 @@ def timeline(config, params, shape=None, wave_end: str = "ours", max_waves: int 
         raise UserError(f"timeline: unknown dtype {dtype!r}")
     p = params.get(row["family"], dtype)
     sf = SCALE_FACTORS.get(dtype)
-    t_a, t_b, t_m = common.stage_times(
+    t_a, t_b, t_m = columns.stage_times(
         int(row["tile_m"]), int(row["tile_n"]), int(row["tile_k"]), DTYPE_BYTES[dtype],
         sf[1] / sf[0] if sf else 0.0, p.load_bytes_per_us, p.load_latency_us,
         p.math_flops_per_us, p.math_latency_us)

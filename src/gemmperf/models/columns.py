@@ -1,4 +1,4 @@
-"""Column preparation shared by the models: polars table in, numpy arrays out.
+"""The models' columns: configuration table in, numpy arrays out, result columns back.
 
 Each model's numeric core is a vectorized ``evaluate(**arrays)``; ``run`` turns a
 configuration table into those arrays (configs filled with ``KernelConfig`` defaults,
@@ -25,8 +25,6 @@ from ..problem import CONFIG_COLUMNS, DTYPE_BYTES, SCALE_FACTORS, KernelConfig
 
 SHAPE_COLUMNS = ("m", "n", "k")
 INT_COLUMNS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n")
-GPU_COLUMNS = ("sms", "dram_bytes_per_us", "peak_flops_per_us")
-SIZE_COLUMNS = ("in_bytes", "out_bytes", "sf_bytes_per_elem")
 _DEFAULTS = KernelConfig().as_dict()
 _BYTES = {d: float(b) for d, b in DTYPE_BYTES.items()}
 _SF_PER_ELEM = {d: nbytes / elems for d, (elems, nbytes) in SCALE_FACTORS.items()}

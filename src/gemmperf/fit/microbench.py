@@ -1,4 +1,4 @@
-"""The fit stage: model parameters per (family, dtype) for one GPU.
+"""Model parameters per (family, dtype) for one GPU, fitted from its microbenchmarks.
 
 From the microbenchmarks (the kernels' own ablation modes, one CTA per SM, all SMs
 busy), by least squares over every measured size rather than the paper's two points:

@@ -1,0 +1,73 @@
+"""ws-pipelined: the warp-specialized kernel with its K loop pipelined through the ring.
+
+Persistent or not, one CTA per SM; each CTA runs whole output tiles. Beyond
+``ws-persistent`` (gemm-model's phases) this model follows the ws-hopper kernel as it is
+written: a producer issues TMA loads of A and B k-blocks into a ring of B = ``stages``
+buffers; the consumer warpgroups run wgmma on them and, for the same tile, the epilogue
+(registers -> global stores).
+
+Modules: ``geometry`` (tiles, waves, the panels a wave reads, L2 hit rates),
+``effects`` (one function per effect), ``compose`` (``evaluate``: stage terms, waves,
+kernel time, limiter), ``constants`` (the typed ``PipelinedConstants``), ``inputs``
+(evaluate's typed inputs and the effects' ``Switches``), ``table`` (polars in and out).
+
+Effects (``EFFECTS``; each a function in effects.py whose docstring has its equation,
+and a switch: keyword flags of ``evaluate`` / ``predict``, or ``model_options={...}``;
+switched off, an effect falls back to the plain ``ws-stage`` / ``ws-persistent``
+assumption so its contribution shows):
+
+- ``l2_reuse``: the L2 hit rate of a wave from the raster order and the L2 size.
+- ``bandwidth_sharing``: the CTAs of a wave share DRAM and L2 bandwidth.
+- ``smem_limit``: shared-memory bandwidth bounds the consumer's stage time.
+- ``pipelining``: the K loop runs at the ring's max-plus cycle mean.
+- ``padding``: whole tiles are computed, but TMA moves only the bytes inside the
+  matrices; N % 8 != 0 makes the epilogue store 2 bytes at a time.
+- ``sm_load_cap``: one SM's TMA path moves whole boxes.
+- ``row_alignment``: rows whose pitch is off the 128-byte line cost extra L2 requests.
+- ``ring_latency``: a ring slot's round trip is longer than the load latency.
+- ``boundary_fill``: boxes that overhang M or N take TMA's slow zero-fill path.
+- ``coalesced_reads``: CTAs close in launch order read a shared panel once.
+- ``consumer_warpgroups``: one consumer warpgroup (64-row tiles) leaves the tensor
+  cores partly idle.
+
+One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
+(``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and
+Pk(a) = max(Tc, x, (lat_ring + lat_oob + x + Tc)/B) the steady period:
+    fill(a) = load_latency_us + lat_oob(a) + x(a),   Lk(a) = (S - 1)*Pk(a) + Tc
+    E(a)    = the epilogue (compose.epilogue)
+Whole kernel, W = F + [R > 0] waves (F full waves with a = P, then R CTAs):
+  persistent (grid = min(T, P)): the producer prefetches the next tile's ring during the
+  epilogue, so only the part of the next fill longer than the epilogue is exposed:
+      t = t_init + fill(a1) + sum over waves [Lk(a) + E(a) + tile_overhead_us]
+            + (W - 1) * max(fill - E, 0)
+  non-persistent (grid = T): each wave's CTAs start cold:
+      t = t_init + sum over waves [cta_launch_us + fill(a) + Lk(a) + E(a)]
+
+Constants beyond ``params.PARAM_NAMES`` (``CONSTANTS``) are the fields of
+``PipelinedConstants`` (units, meaning and plausible range in its field metadata):
+values stored in ``Params.constants`` over the descriptor defaults (``constants_for``).
+
+Limiter (``Limiter``; the column holds its lower-case name) of the first wave's steady
+state: "load" (x, DRAM term), "l2" (x, L2 term), "math", "smem", "latency" (the
+(lat + x + Tc)/B term), "epilogue" (E exceeds the loop).
+Columns: predicted_us, limiter, init_us, fill_us, mainloop_us, epilogue_us,
+overhead_us, stage_load_us, stage_math_us, stage_smem_us, stage_period_us (first wave),
+full_wave_period_us (a full wave's, averaged over the waves' L2 hit rates),
+l2_hit_rate_est, padding_waste, tiles, waves, last_wave_sms, k_stages.
+How each effect was found and what it fixed: benchmarks/MODEL_ACCURACY.md.
+"""
+
+from __future__ import annotations
+
+from .compose import LIMITERS, Limiter, evaluate
+from .constants import CONSTANTS, FITTED, PipelinedConstants, constants_for, default_constants, ranges
+from .effects import line_factor
+from .geometry import reuse_distance, wave_hit_rate, wave_panels
+from .inputs import EFFECTS, INPUTS, Switches
+from .table import RASTER_CODES, finish, predict, prepare
+
+NAME = "ws-pipelined"
+
+__all__ = ["CONSTANTS", "EFFECTS", "FITTED", "INPUTS", "LIMITERS", "NAME", "RASTER_CODES", "Limiter",
+           "PipelinedConstants", "Switches", "constants_for", "default_constants", "evaluate", "finish",
+           "line_factor", "predict", "prepare", "ranges", "reuse_distance", "wave_hit_rate", "wave_panels"]

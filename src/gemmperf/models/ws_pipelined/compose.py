@@ -1,0 +1,163 @@
+"""evaluate(): the ws-pipelined kernel time composed from its stage terms and effects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+from . import effects as E
+from .inputs import INPUTS, Inputs, Switches
+
+
+class Limiter(IntEnum):
+    """What bounds the first wave's steady state (the ``limiter`` column is the lower-case name)."""
+
+    LOAD = 0  # the transfer x, DRAM term
+    L2 = 1  # the transfer x, L2 term
+    MATH = 2  # the tensor cores (Tc = T_MATH)
+    SMEM = 3  # shared-memory bandwidth (Tc = T_SMEM)
+    LATENCY = 4  # the ring's latency term (lat_ring + lat_oob + x + Tc) / B
+    EPILOGUE = 5  # the epilogue exceeds the tile's K loop
+
+
+LIMITERS = tuple(limiter.name.lower() for limiter in Limiter)
+
+
+def math_time(x: Inputs):
+    """T_MATH = 2*TM*TN*TK / (math_flops_per_us * warpgroup share) + math_latency_us."""
+    return 2.0 * x.tile_m * x.tile_n * x.tile_k / (x.math_flops_per_us * E.consumer_warpgroups(x)) \
+        + x.math_latency_us
+
+
+def smem_time(x: Inputs):
+    """T_SMEM: TMA's (TM + TN)*TK*b ring writes plus wgmma's TM*TK*b + (TM/64)*TN*TK*b reads,
+    at ``smem_bytes_per_us``."""
+    smem_bytes = ((x.tile_m + x.tile_n) * x.tile_k + x.tile_m * x.tile_k
+                  + (x.tile_m / 64.0) * x.tile_n * x.tile_k) * x.in_bytes
+    return smem_bytes / x.c.smem_bytes_per_us
+
+
+def epilogue(x: Inputs, a, scalar_stores):
+    """One tile's epilogue in a wave of a CTAs:
+        E(a) = t_epilogue_us + max(TM*TN*ob*f / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us,
+                                   [2-byte stores] a*TM*TN*ob / scalar_l2_bytes_per_us)
+    with f = scalar_store_factor for 2-byte stores (partial-sector L2 writes, whose request
+    rate the whole wave shares), else 1."""
+    out_tile = x.tile_m * x.tile_n * x.out_bytes
+    vec = np.where(scalar_stores, x.c.scalar_store_factor, 1.0)
+    t_store = np.maximum(out_tile * vec / x.c.store_bytes_per_us,
+                         np.where(scalar_stores, a * out_tile / x.c.scalar_l2_bytes_per_us, 0.0))
+    return x.t_epilogue_us + np.maximum(t_store, a * out_tile / x.c.dram_eff_bytes_per_us)
+
+
+@dataclass(frozen=True)
+class Wave:
+    """One tile's timeline in a wave of ``a`` CTAs."""
+
+    a: np.ndarray
+    t_load: np.ndarray  # x, per k-block
+    l2_bound: np.ndarray  # the L2 term of x binds
+    lat_oob: np.ndarray
+    fill: np.ndarray  # load latency + lat_oob + x
+    rest: np.ndarray  # K loop after the fill
+    period: np.ndarray
+    epilogue: np.ndarray
+
+
+def wave(x: Inputs, t0, a, h, t_c, pad: E.Padding) -> Wave:
+    a_bytes, b_bytes = E.cta_bytes(x)
+    t_load, l2_bound = E.bandwidth_sharing(x, t0, a, h, a_bytes + b_bytes, pad.loaded, E.row_alignment(x))
+    lat_oob = E.boundary_fill(x, a)
+    rest, period = E.pipelining(x, t_load, t_c, lat_oob)
+    return Wave(a=a, t_load=t_load, l2_bound=l2_bound, lat_oob=lat_oob, fill=x.load_latency_us + lat_oob + t_load,
+                rest=rest, period=period, epilogue=epilogue(x, a, pad.scalar_stores))
+
+
+def full_wave_hit_rate(x: Inputs):
+    """A full wave's L2 hit rate, averaged over the full waves: the first has no predecessor
+    in L2, the later ones (the second stands for them all) do."""
+    g = x.grid
+    h_first = E.l2_reuse(x, np.zeros_like(g.tiles), x.sms)
+    h_later = E.l2_reuse(x, np.where(g.full_waves > 1, x.sms, 0), x.sms)
+    return np.where(g.full_waves > 1,
+                    (h_first + (g.full_waves - 1) * h_later) / np.maximum(g.full_waves, 1), h_first)
+
+
+def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale) -> dict:
+    """init, fill, mainloop, epilogue and overhead of the whole kernel (us).
+
+    persistent (grid = min(T, P)): the producer prefetches the next tile's ring during
+    the epilogue, so only the part of a later fill longer than the epilogue is exposed;
+    non-persistent (grid = T): each wave's CTAs start cold and pay ``cta_launch_us``."""
+    g = x.grid
+    has_rem = g.rem > 0
+    mainloop = scale * (g.full_waves * full.rest + has_rem * last.rest)
+    epi = g.full_waves * full.epilogue + has_rem * last.epilogue
+    exposed_full = np.maximum(full.fill - full.epilogue, 0.0)
+    exposed_last = np.maximum(last.fill - full.epilogue, 0.0)
+    later_fills = np.where(has_rem, np.maximum(g.full_waves - 1, 0) * exposed_full
+                           + (g.full_waves > 0) * exposed_last,
+                           np.maximum(g.full_waves - 1, 0) * exposed_full)
+    fill_p = scale * (first.fill + later_fills)
+    fill_np = scale * (g.full_waves * full.fill + has_rem * last.fill)
+    return {
+        "init_us": np.asarray(x.t_init_us, dtype=np.float64),
+        "fill_us": np.where(x.persistent, fill_p, fill_np),
+        "mainloop_us": mainloop,
+        "epilogue_us": epi,
+        "overhead_us": np.where(x.persistent, g.n_waves * x.c.tile_overhead_us, g.n_waves * x.c.cta_launch_us),
+    }
+
+
+def limiter(x: Inputs, first: Wave, t_c, t_math, t_smem):
+    """The Limiter code of the first wave's steady state, per row (int8)."""
+    if x.on.pipelining:
+        lat_term = E.latency_term(x, first.t_load, t_c, first.lat_oob)
+    else:
+        lat_term = np.zeros_like(first.t_load)
+    core = np.where(t_smem > t_math, Limiter.SMEM, Limiter.MATH) if x.on.smem_limit else Limiter.MATH
+    mem_or = np.where(first.t_load >= np.maximum(t_c, lat_term), np.where(first.l2_bound, Limiter.L2, Limiter.LOAD),
+                      np.where(t_c >= lat_term, core, Limiter.LATENCY))
+    loop_first = first.fill + (x.grid.k_blocks - 1) * first.period + t_c
+    return np.where(first.epilogue > loop_first, Limiter.EPILOGUE, mem_or).astype(np.int8)
+
+
+def evaluate(*, model_options: dict | None = None, **named) -> dict[str, np.ndarray]:
+    """Predicted time and breakdown per row, from the named arrays of INPUTS (numpy, one
+    element per row, broadcast together) and effect switches (keywords or
+    ``model_options``)."""
+    flags = {name: value for name, value in named.items() if name not in INPUTS}
+    x = Inputs.of(named, Switches.of(model_options, flags))
+    g = x.grid
+    t_math, t_smem = math_time(x), smem_time(x)
+    t_c = E.smem_limit(x, t_math, t_smem)
+    pad = E.padding(x)
+    zero, last_t0 = np.zeros_like(g.tiles), g.full_waves * x.sms
+    h_first = E.l2_reuse(x, zero, g.first_a)
+    first = wave(x, zero, g.first_a, h_first, t_c, pad)
+    full = wave(x, zero, x.sms, full_wave_hit_rate(x), t_c, pad)
+    last = wave(x, last_t0, g.last_a, E.l2_reuse(x, last_t0, g.last_a), t_c, pad)
+    terms = kernel_terms(x, first, full, last, pad.work_scale)
+    total = terms["init_us"] + terms["fill_us"] + terms["mainloop_us"] + terms["epilogue_us"] + terms["overhead_us"]
+    columns = {
+        "predicted_us": total,
+        "limiter": limiter(x, first, t_c, t_math, t_smem),
+        **terms,
+        "stage_load_us": first.t_load,
+        "stage_math_us": t_math,
+        "stage_smem_us": t_smem,
+        "stage_period_us": first.period,
+        "full_wave_period_us": np.where(g.full_waves > 0, full.period, first.period),
+        "l2_hit_rate_est": h_first,
+        "padding_waste": 1.0 - g.useful,
+        "tiles": g.tiles,
+        "waves": g.n_waves,
+        "last_wave_sms": g.last_a,
+        "k_stages": g.k_blocks,
+    }
+    ints = ("limiter", "tiles", "waves", "last_wave_sms", "k_stages")
+    return {name: np.broadcast_to(value, x.shape).astype(np.int8 if name == "limiter" else
+                                                         np.int64 if name in ints else np.float64)
+            for name, value in columns.items()}

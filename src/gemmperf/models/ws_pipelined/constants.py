@@ -1,0 +1,109 @@
+"""ws-pipelined's constants beyond ``params.PARAM_NAMES``: one typed, frozen object.
+
+Each field is one physical constant; its metadata gives the unit, what it is, the
+plausible range (lo, hi) of its value on a current NVIDIA GPU, whether the fit
+(``fit.constants``) adjusts it, and its default as a function of the GPU descriptor
+(``PipelinedConstants.defaults``): adding a constant is adding one field here. Values
+stored in ``Params.constants`` (fitted ones, written to params.json) override the
+defaults by name. Field order is the order the fit adjusts them in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from ...hardware import GPU
+from ...params import ParamSet
+
+
+def _const(default, unit: str, meaning: str, lo: float, hi: float, fit: bool = True):
+    """A constant's field: ``default(gpu)`` gives its descriptor default."""
+    return field(metadata={"default": default, "unit": unit, "meaning": meaning, "range": (lo, hi), "fit": fit})
+
+
+def per_clock(bytes_per_clock: float):
+    """Default: a rate of ``bytes_per_clock`` at the SM clock (B/us)."""
+    return lambda gpu: bytes_per_clock * gpu.sm_clock_mhz
+
+
+def of_dram(share: float):
+    """Default: ``share`` of the datasheet DRAM rate (B/us)."""
+    return lambda gpu: share * (gpu.dram_bytes_per_s / 1e6)
+
+
+def fixed(value: float):
+    """Default: ``value`` on every GPU."""
+    return lambda gpu: value
+
+
+@dataclass(frozen=True)
+class PipelinedConstants:
+    """Constants of ws-pipelined; a field may hold a float or a numpy array (one per row)."""
+
+    dram_eff_bytes_per_us: float = _const(
+        of_dram(0.9), "B/us", "achievable whole-GPU DRAM rate, shared by the CTAs of a wave", 5e5, 2e7)
+    l2_bytes_per_us: float = _const(
+        of_dram(2.0), "B/us", "whole-GPU rate at which the L2 serves load requests", 1e6, 5e7)
+    smem_bytes_per_us: float = _const(
+        per_clock(128.0), "B/us", "one SM's shared-memory rate (32 banks x 4 B per clock)", 3e4, 1e6)
+    store_bytes_per_us: float = _const(
+        per_clock(64.0), "B/us", "one SM's global store issue rate in the epilogue", 1e4, 5e5)
+    tile_overhead_us: float = _const(
+        fixed(0.05), "us", "persistent kernel: per-tile scheduling and accumulator zeroing", 0.0, 5.0)
+    cta_launch_us: float = _const(
+        fixed(0.5), "us", "non-persistent kernel: CTA start, barrier init, tensormap prefetch", 0.0, 10.0)
+    l2_window_kblocks: float = _const(
+        fixed(16.0), "k-blocks", "k-blocks of skew between the CTAs of a wave that the L2 must hold", 1.0, 256.0)
+    sm_load_bytes_per_us: float = _const(
+        per_clock(48.0), "B/us", "one SM's TMA box rate from L2, zero-filled overhang included", 1e4, 5e5)
+    l2_skew_kblocks: float = _const(
+        fixed(1.0), "k-blocks", "lag per CTA of launch-order distance between two users of a panel", 0.0, 16.0)
+    line_split_cost: float = _const(
+        fixed(1.0), "requests", "extra L2 requests of a box row that straddles two 128-byte lines", 0.0, 4.0)
+    sector_split_cost: float = _const(
+        fixed(1.0), "requests", "extra L2 requests of a box row that is not on a 32-byte sector", 0.0, 4.0)
+    ring_extra_latency_us: float = _const(
+        fixed(0.5), "us", "a ring slot's round trip beyond the microbenchmarks' load latency", 0.0, 5.0)
+    oob_row_us: float = _const(
+        fixed(1.5e-4), "us/row", "round-trip latency one zero-filled box row in flight adds to a wave", 0.0, 1e-2)
+    scalar_store_factor: float = _const(
+        fixed(4.0), "x", "slowdown of 2-byte epilogue stores against 16-byte ones, per SM", 1.0, 16.0)
+    scalar_l2_bytes_per_us: float = _const(
+        per_clock(128.0), "B/us", "whole-GPU rate of partial-sector (2-byte) L2 writes", 1e4, 1e7)
+    oob_sat_rows: float = _const(
+        fixed(3.0e4), "rows", "zero-filled rows in flight where their added latency levels off", 1e3, 1e6)
+    coalesce_distance: float = _const(
+        fixed(2.0), "CTAs", "launch-order distance over which simultaneous panel reads merge in L2", 0.1, 64.0)
+    one_wg_math_share: float = _const(
+        fixed(0.9), "share", "tensor-core busy share one consumer warpgroup sustains (64-row tiles)", 0.25, 1.0)
+    l2_effective_fraction: float = _const(
+        fixed(0.5), "share", "share of the L2 that holds a CTA's near data (one partition)", 0.05, 1.0, fit=False)
+
+    @classmethod
+    def defaults(cls, gpu: GPU) -> PipelinedConstants:
+        """Values derived from the GPU descriptor alone, before any fit."""
+        return cls(**{f.name: f.metadata["default"](gpu) for f in dataclasses.fields(cls)})
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+CONSTANTS = tuple(f.name for f in dataclasses.fields(PipelinedConstants))
+FITTED = tuple(f.name for f in dataclasses.fields(PipelinedConstants) if f.metadata["fit"])
+
+
+def ranges() -> dict[str, tuple[float, float]]:
+    """Plausible (lo, hi) of every constant, by name."""
+    return {f.name: f.metadata["range"] for f in dataclasses.fields(PipelinedConstants)}
+
+
+def default_constants(gpu: GPU) -> PipelinedConstants:
+    return PipelinedConstants.defaults(gpu)
+
+
+def constants_for(params: ParamSet, family: str, dtype: str) -> PipelinedConstants:
+    """The constants of one (family, dtype): stored values over the descriptor defaults."""
+    stored = params.get(family, dtype).constants or {}
+    return dataclasses.replace(default_constants(params.gpu),
+                               **{c: float(stored[c]) for c in CONSTANTS if c in stored})

@@ -1,0 +1,204 @@
+"""The effects of ws-pipelined: one function each, each with its switch (``x.on.<name>``).
+
+Every function takes the typed inputs ``x`` (inputs.Inputs: arrays, constants ``x.c``,
+switches ``x.on``, tile grid ``x.grid``) and returns the term it models; switched off,
+it returns the plain ws-stage / ws-persistent assumption. Notation as in geometry.py;
+b = input bytes per element; per-k-block bytes a CTA requests Bs = (TM/cn + TN/cm)*TK*b
+(A is multicast to the cn CTAs of a cluster row, B to the cm CTAs of a column).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ...kernels.launch import pad_k
+from .geometry import reuse_distance, wave_hit_rate, wave_panels
+from .inputs import Inputs
+
+
+def l2_reuse(x: Inputs, t0, a):
+    """L2 hit rate h of the wave of tiles t0 .. t0+a-1, from the raster order.
+
+    The wave's a tiles cover r_m distinct A row panels and r_n B column panels; every
+    other panel read can hit, while its k-block is still in the effective L2
+    L2e = l2_effective_fraction * L2 (geometry.wave_hit_rate has the equations).
+    Off: h = ``l2_hit_rate`` (the global knob, 0 by default)."""
+    if not x.on.l2_reuse:
+        return np.asarray(x.l2_hit_rate, dtype=np.float64)
+    g = x.grid
+    l2e = x.c.l2_effective_fraction * x.l2_bytes
+    return wave_hit_rate(t0, a, g.tiles_m, g.tiles_n, x.raster, x.tile_m, x.tile_n, x.tile_k, x.in_bytes, l2e,
+                         x.c.l2_window_kblocks, x.m, x.n, x.k, g.k_blocks, x.c.l2_skew_kblocks)
+
+
+def bandwidth_sharing(x: Inputs, t0, a, h, req, loaded, lines):
+    """(per-k-block transfer time x of one CTA, whether the L2 term binds) in a wave of a CTAs.
+
+    DRAM and L2 bandwidth are shared by the a CTAs of the wave:
+        x(a) = max(a*Bs*(1 - h) / dram_eff_bytes_per_us, L2w(a) / l2_bytes_per_us)
+    with L2w(a) the bytes the L2 serves per k-block (``coalesced_reads``) plus the split
+    rows' extra requests (``row_alignment``), which are each CTA's own.
+    Off: x = Bs / load_bytes_per_us (each CTA has its own fitted share, as in ws-stage)."""
+    req_eff = req * loaded
+    if not x.on.bandwidth_sharing:
+        return req_eff / x.load_bytes_per_us, np.zeros(x.shape, dtype=bool)
+    x_dram = a * req_eff * (1.0 - h) / x.c.dram_eff_bytes_per_us
+    x_l2 = (coalesced_reads(x, t0, a, loaded) + a * req_eff * (lines - 1.0)) / x.c.l2_bytes_per_us
+    return sm_load_cap(x, np.maximum(x_dram, x_l2), req), x_l2 > x_dram
+
+
+def smem_limit(x: Inputs, t_math, t_smem):
+    """The consumer's stage time Tc: shared-memory bandwidth can bind before the tensor cores.
+
+    Per k-block TMA writes (TM + TN)*TK*b bytes to the ring and wgmma reads them: each
+    m64nTNk16 instruction reads its 64 x 16 A slice and the whole TN x 16 B slice, so B
+    is read TM/64 times (T_SMEM, compose.smem_time). Tc = max(T_MATH, T_SMEM).
+    Off: Tc = T_MATH."""
+    return np.maximum(t_math, t_smem) if x.on.smem_limit else t_math
+
+
+def latency_term(x: Inputs, t_load, t_c, lat_oob):
+    """(lat_ring + lat_oob + x + Tc) / B: a ring buffer's cycle (load latency, transfer,
+    multiply) shared by the B buffers that rotate through it."""
+    return (ring_latency(x) + lat_oob + t_load + t_c) / x.stages
+
+
+def pipelining(x: Inputs, t_load, t_c, lat_oob):
+    """(K loop of one tile after its fill, steady period) with the loop pipelined through the ring.
+
+    The steady period is the max-plus cycle mean of the ring
+        Pk = max(Tc, x, (lat_ring + lat_oob + x + Tc) / B)
+    and the loop after the fill takes (S - 1)*Pk + Tc.
+    Off: the whole K extent is one block (gemm-model): max(S*x, S*Tc) - x after the fill."""
+    s = x.grid.k_blocks
+    if not x.on.pipelining:
+        return np.maximum(s * t_load, s * t_c) - t_load, np.maximum(t_load, t_c)
+    period = np.maximum(np.maximum(t_c, t_load), latency_term(x, t_load, t_c, lat_oob))
+    return (s - 1) * period + t_c, period
+
+
+class Padding(NamedTuple):
+    loaded: np.ndarray | float  # share of the requested box bytes TMA moves
+    scalar_stores: np.ndarray  # epilogue falls back to 2-byte stores (N % 8 != 0)
+    work_scale: np.ndarray | float  # factor on fill and K loop
+
+
+def padding(x: Inputs) -> Padding:
+    """Sizes that are not tile multiples.
+
+    The kernel computes whole tiles: wgmma and shared memory work on padded tiles
+    (S = ceil(K/TK) and full-tile stage times), while TMA skips out-of-bounds bytes, so a
+    CTA's requested bytes scale by the useful share
+        u_ab = (M/(tiles_m*TM)*TM + N/(tiles_n*TN)*TN) / (TM + TN) * K/(S*TK);
+    when N % 8 != 0 the epilogue falls back to 2-byte stores (compose.epilogue).
+    Off: an idealized kernel that wastes nothing: fill and K loop scale by the useful
+    fraction u = M*N*K / (tiles_m*TM * tiles_n*TN * S*TK), bytes are not reduced and the
+    epilogue is always vectorized."""
+    if not x.on.padding:
+        return Padding(1.0, np.zeros(x.shape, dtype=bool), x.grid.useful)
+    return Padding(x.grid.useful_ab, x.n % 8 != 0, 1.0)
+
+
+def sm_load_cap(x: Inputs, t_load, req):
+    """One SM's TMA path moves whole boxes, zero-filled overhang included:
+        x >= Bs / sm_load_bytes_per_us.    Off: no such bound."""
+    return np.maximum(t_load, req / x.c.sm_load_bytes_per_us) if x.on.sm_load_cap else t_load
+
+
+def line_factor(k, in_bytes, line_cost=1.0, sector_cost=0.0):
+    """L2 requests per 128-byte box row, relative to an aligned one.
+
+    A and B rows are pad_k(K) elements apart, so the pitch p = pad_k(K)*b is a multiple
+    of 16 bytes but not always of the 128-byte line: row r starts at r*p mod 128, which is
+    0 for a share gcd(p, 128)/128 of the rows and on a 32-byte sector for a share
+    gcd(p, 32)/32. A row off its line straddles two lines (``line_cost`` extra requests);
+    one off its sector also spans 5 sectors and is split again (``sector_cost``):
+        1 + line_cost * (1 - gcd(p, 128)/128) + sector_cost * (1 - gcd(p, 32)/32)."""
+    pitch = pad_k(np.asarray(k, dtype=np.int64)) * np.asarray(in_bytes).astype(np.int64)
+    return 1.0 + line_cost * (1.0 - np.gcd(pitch, 128) / 128.0) + sector_cost * (1.0 - np.gcd(pitch, 32) / 32.0)
+
+
+def row_alignment(x: Inputs):
+    """Requests per box row ("lines") for the shared L2's request-bound term.
+
+    The split rows cost the L2, which every SM shares, not one SM's TMA path
+    (``sm_load_cap``): ``line_factor`` with the fitted line_split_cost and
+    sector_split_cost. Off: lines = 1."""
+    if not x.on.row_alignment:
+        return 1.0
+    return line_factor(x.k, x.in_bytes, x.c.line_split_cost, x.c.sector_split_cost)
+
+
+def ring_latency(x: Inputs):
+    """The latency of a ring slot's round trip, lat_ring.
+
+    The consumer releases the slot, the producer's mbarrier wait wakes, TMA issues, the
+    load crosses a loaded L2/NoC and complete_tx wakes the consumer: longer than the
+    microbenchmarks' load latency, lat_ring = load_latency_us + ring_extra_latency_us.
+    It enters the period's latency term only; the fill keeps load_latency_us. It is what
+    lets deep rings beat shallow ones on load-bound 64-row tiles.
+    Off: lat_ring = load_latency_us."""
+    lat = x.load_latency_us
+    return lat + x.c.ring_extra_latency_us if x.on.ring_latency else lat
+
+
+def boundary_fill(x: Inputs, a):
+    """Round-trip latency lat_oob that a wave's zero-filled box rows add.
+
+    A TMA box that overhangs M or N takes the boundary-check path and zero-fills its
+    out-of-bounds rows slowly; the extra latency follows the wave's rows in flight and
+    levels off. With o the tile-average overhanging rows of a CTA's A and B boxes per
+    k-block and r = a * o,
+        lat_oob(a) = r * oob_row_us / (1 + r / oob_sat_rows),
+    added to the fill and to the period's latency term. Off: lat_oob = 0."""
+    if not x.on.boundary_fill:
+        return np.zeros(x.shape)
+    g = x.grid
+    oob_rows = ((g.tiles_m * x.tile_m - x.m) * g.tiles_n + (g.tiles_n * x.tile_n - x.n) * g.tiles_m) \
+        / g.tiles.astype(np.float64)
+    r = a * oob_rows
+    return r * x.c.oob_row_us / (1.0 + r / x.c.oob_sat_rows)
+
+
+def coalesced_reads(x: Inputs, t0, a, loaded):
+    """Bytes the L2 serves per k-block for the wave of tiles t0 .. t0+a-1.
+
+    Reads of one panel k-block that CTAs close in launch order issue at the same time are
+    served once; panels shared only by CTAs far apart are read by each. With d_m, d_n the
+    launch-order distance between consecutive users of an A / B panel
+    (geometry.reuse_distance), c = exp(-(d - 1) / coalesce_distance) and r_m, r_n the
+    wave's distinct panels:
+        L2w(a) = [(c_m*r_m + (1 - c_m)*a)*TM/cn + (c_n*r_n + (1 - c_n)*a)*TN/cm]*TK*b*u_ab
+    Off: every CTA's request is served: L2w(a) = a*Bs*u_ab."""
+    a_bytes, b_bytes = cta_bytes(x)
+    if not x.on.coalesced_reads:
+        return a * ((a_bytes + b_bytes) * loaded)
+    g = x.grid
+    d_m, d_n = reuse_distance(g.tiles_m, g.tiles_n, x.raster)
+    c_m = np.exp(-(d_m - 1) / x.c.coalesce_distance)
+    c_n = np.exp(-(d_n - 1) / x.c.coalesce_distance)
+    r_m, r_n = wave_panels(t0, a, g.tiles_m, g.tiles_n, x.raster)
+    part_a = (c_m * np.minimum(r_m, a) + (1 - c_m) * a) * a_bytes
+    part_b = (c_n * np.minimum(r_n, a) + (1 - c_n) * a) * b_bytes
+    return (part_a + part_b) * loaded
+
+
+def consumer_warpgroups(x: Inputs):
+    """Share of the tensor cores' rate the consumer warpgroups sustain.
+
+    A 64-row tile has one consumer warpgroup, which keeps the tensor cores busy only
+    ``one_wg_math_share`` of the time; 128- and 256-row tiles have two:
+        T_MATH = 2*TM*TN*TK / (math_flops_per_us * share) + math_latency_us.
+    Off: share 1."""
+    if not x.on.consumer_warpgroups:
+        return 1.0
+    return np.where(x.tile_m < 128, x.c.one_wg_math_share, 1.0)
+
+
+def cta_bytes(x: Inputs):
+    """(A bytes, B bytes) a CTA requests per k-block, block-scale factors included, after
+    cluster multicast: TM/cn * TK * (b + sf) and TN/cm * TK * (b + sf)."""
+    elem = x.in_bytes + x.sf_bytes_per_elem
+    return (x.tile_m / x.cluster_n) * x.tile_k * elem, (x.tile_n / x.cluster_m) * x.tile_k * elem

@@ -1,0 +1,126 @@
+"""Where the tiles are: waves, the panels a wave reads, and how far apart their users run.
+
+Notation: TM, TN, TK tile; S = ceil(K/TK) k-blocks; tiles_m = ceil(M/TM), tiles_n =
+ceil(N/TN); T = tiles; P = SMs (CTAs per wave); full waves F = T // P, remainder
+R = T % P; a wave has ``a`` active CTAs (P, or R for the last one).
+
+A tile index t maps to a tile (row, column) by the kernel's raster (kernels/common.py):
+row t -> (t // tiles_n, t % tiles_n); column t -> (t % tiles_m, t // tiles_m);
+grouped: groups of GROUP_M tile rows, each walked column by column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...kernels.common import GROUP_M, RASTER_IDS
+from ..columns import ceil_div
+
+ROW, COLUMN = RASTER_IDS["row"], RASTER_IDS["column"]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Tiles and waves of a launch with one CTA per SM (all fields are arrays)."""
+
+    k_blocks: np.ndarray  # S
+    tiles_m: np.ndarray
+    tiles_n: np.ndarray
+    tiles: np.ndarray
+    full_waves: np.ndarray  # F
+    rem: np.ndarray  # R
+    first_a: np.ndarray  # CTAs of the first wave
+    last_a: np.ndarray  # CTAs of the last wave
+    n_waves: np.ndarray  # F + [R > 0]
+    useful: np.ndarray  # M*N*K over the padded tiles' extent
+    useful_ab: np.ndarray  # share of a CTA's A and B box bytes inside the matrices
+
+    @classmethod
+    def of(cls, m, n, k, tile_m, tile_n, tile_k, sms) -> Grid:
+        s = ceil_div(k, tile_k)
+        tiles_m, tiles_n = ceil_div(m, tile_m), ceil_div(n, tile_n)
+        tiles = tiles_m * tiles_n
+        full_waves, rem = tiles // sms, tiles % sms
+        useful = (m * n * k) / (tiles_m * tile_m * tiles_n * tile_n * s * tile_k).astype(np.float64)
+        # TMA skips what overhangs M, N and K
+        useful_ab = ((m / (tiles_m * tile_m)) * tile_m + (n / (tiles_n * tile_n)) * tile_n) \
+            / (tile_m + tile_n) * (k / (s * tile_k))
+        return cls(k_blocks=s, tiles_m=tiles_m, tiles_n=tiles_n, tiles=tiles, full_waves=full_waves,
+                   rem=rem, first_a=np.minimum(tiles, sms), last_a=np.where(rem > 0, rem, sms),
+                   n_waves=full_waves + (rem > 0), useful=useful, useful_ab=useful_ab)
+
+
+def wave_panels(t0, a, tiles_m, tiles_n, raster):
+    """Distinct A row panels r_m and B column panels r_n that tiles t0 .. t0+a-1 touch."""
+    a = np.maximum(a, 1)
+    last = t0 + a - 1
+    row_m = last // tiles_n - t0 // tiles_n + 1
+    row_n = np.minimum(a, tiles_n)
+    col_n = last // tiles_m - t0 // tiles_m + 1
+    col_m = np.minimum(a, tiles_m)
+    per_group = GROUP_M * tiles_n
+    g0, g1 = t0 // per_group, last // per_group
+    rows_g = np.maximum(np.minimum(GROUP_M, tiles_m - g0 * GROUP_M), 1)
+    r = t0 - g0 * per_group
+    one_m = np.minimum(a, rows_g)
+    one_n = (r + a - 1) // rows_g - r // rows_g + 1
+    many_m = np.minimum(tiles_m - g0 * GROUP_M, (g1 - g0 + 1) * GROUP_M)
+    grp_m = np.where(g1 == g0, one_m, many_m)
+    grp_n = np.where(g1 == g0, one_n, tiles_n)
+    r_m = np.select([raster == ROW, raster == COLUMN], [row_m, col_m], grp_m)
+    r_n = np.select([raster == ROW, raster == COLUMN], [row_n, col_n], grp_n)
+    return np.minimum(r_m, tiles_m), np.minimum(r_n, tiles_n)
+
+
+def reuse_distance(tiles_m, tiles_n, raster):
+    """Launch-order distance between consecutive users of one A panel (d_m) and one B panel (d_n).
+
+    row raster: A shared by neighbours (1), B by the next tile row (tiles_n); column:
+    transposed; grouped: B by neighbours in a group column (1), A by the next column of
+    the group (rows of the group, <= GROUP_M)."""
+    grp = np.maximum(np.minimum(GROUP_M, tiles_m), 1)
+    d_m = np.select([raster == ROW, raster == COLUMN], [np.ones_like(tiles_m), tiles_m], grp)
+    d_n = np.select([raster == ROW, raster == COLUMN], [tiles_n, np.ones_like(tiles_n)], np.ones_like(tiles_n))
+    return d_m, d_n
+
+
+def wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_bytes, l2e,
+                  window_kblocks, m, n, k, s, skew_kblocks=0.0):
+    """The L2 hit rate of the wave of tiles t0 .. t0+a-1 (effect ``l2_reuse``).
+
+    Per operand: a wave touching r distinct panels hits on a - r of its a panel reads,
+    provided the panel's k-block is still in L2 when the next user asks for it. Users d
+    CTAs apart in launch order run skew_kblocks * d k-blocks apart, during which the wave
+    streams its unique bytes per k-block, so the hit share is
+        f(d) = min(1, L2e / (unique * TK * b * (window_kblocks + skew_kblocks * d))).
+    The first read of a panel the previous wave also read hits with the share
+        min(1, L2e / ((u_m*TM + u_n*TN) * K * b))
+    (u: the two waves' distinct panels): everything both stream over K must fit. When A
+    and B fit L2e together the rate is at least the compulsory-only one
+        1 - (M + N)*K / (T * (TM + TN) * S * TK).
+    Panels count their useful rows only: TMA never loads the rows of a tile that overhang
+    the matrix (M = 1 with TM = 64), so those are no hits."""
+    tile_m = np.minimum(tile_m, m / np.maximum(tiles_m, 1))
+    tile_n = np.minimum(tile_n, n / np.maximum(tiles_n, 1))
+    r_m, r_n = wave_panels(t0, a, tiles_m, tiles_n, raster)
+    a1 = np.maximum(a, 1)
+    unique = r_m * tile_m + r_n * tile_n
+    per_kblock = unique * tile_k * in_bytes
+    d_m, d_n = reuse_distance(tiles_m, tiles_n, raster)
+    f_m = np.minimum(1.0, l2e / (per_kblock * (window_kblocks + skew_kblocks * d_m)))
+    f_n = np.minimum(1.0, l2e / (per_kblock * (window_kblocks + skew_kblocks * d_n)))
+    hits = (a1 - r_m) * tile_m * f_m + (a1 - r_n) * tile_n * f_n
+    prev = t0 >= a1
+    u_m, u_n = wave_panels(np.maximum(t0 - a1, 0), 2 * a1, tiles_m, tiles_n, raster)
+    p_m, p_n = wave_panels(np.maximum(t0 - a1, 0), a1, tiles_m, tiles_n, raster)
+    over_m = np.where(prev, np.maximum(p_m + r_m - u_m, 0), 0)
+    over_n = np.where(prev, np.maximum(p_n + r_n - u_n, 0), 0)
+    f_x = np.minimum(1.0, l2e / ((u_m * tile_m + u_n * tile_n) * s * tile_k * in_bytes))
+    hits = hits + (over_m * tile_m + over_n * tile_n) * f_x
+    h = np.clip(hits / (a1 * (tile_m + tile_n)), 0.0, 1.0)
+    fits = (m + n) * k * in_bytes <= l2e
+    tiles = tiles_m * tiles_n
+    compulsory = 1.0 - (m + n) * k / (tiles * (tile_m + tile_n) * s * tile_k)
+    return np.where(fits, np.maximum(h, np.clip(compulsory, 0.0, 1.0)), h)

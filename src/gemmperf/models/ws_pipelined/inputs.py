@@ -1,0 +1,100 @@
+"""evaluate()'s inputs as one typed object: arrays of one shape, constants, switches, grid."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import UserError
+from .constants import CONSTANTS, PipelinedConstants
+from .geometry import Grid
+
+
+@dataclass(frozen=True)
+class Switches:
+    """One switch per effect function of effects.py, all on by default; off, an effect
+    falls back to the plain ws-stage / ws-persistent assumption so its contribution shows."""
+
+    pipelining: bool = True
+    bandwidth_sharing: bool = True
+    l2_reuse: bool = True
+    smem_limit: bool = True
+    padding: bool = True
+    sm_load_cap: bool = True
+    row_alignment: bool = True
+    ring_latency: bool = True
+    boundary_fill: bool = True
+    coalesced_reads: bool = True
+    consumer_warpgroups: bool = True
+
+    @classmethod
+    def of(cls, *sources) -> Switches:
+        """Switches from mappings of effect name -> bool (later ones win); unknown names fail."""
+        on = {}
+        for source in sources:
+            for name, value in (source or {}).items():
+                if name not in EFFECTS:
+                    raise UserError(f"ws-pipelined: unknown effect {name!r}; known: {', '.join(EFFECTS)}")
+                on[name] = bool(value)
+        return cls(**on)
+
+
+EFFECTS = tuple(f.name for f in dataclasses.fields(Switches))
+INT_INPUTS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """One element per configuration row; every array has the same shape."""
+
+    m: np.ndarray
+    n: np.ndarray
+    k: np.ndarray
+    tile_m: np.ndarray
+    tile_n: np.ndarray
+    tile_k: np.ndarray
+    stages: np.ndarray  # ring depth B
+    cluster_m: np.ndarray
+    cluster_n: np.ndarray
+    persistent: np.ndarray  # bool
+    raster: np.ndarray  # geometry.RASTER_IDS code
+    in_bytes: np.ndarray
+    out_bytes: np.ndarray
+    sf_bytes_per_elem: np.ndarray  # block-scale bytes per input element
+    sms: np.ndarray
+    l2_bytes: np.ndarray
+    t_init_us: np.ndarray
+    t_epilogue_us: np.ndarray
+    load_bytes_per_us: np.ndarray
+    load_latency_us: np.ndarray
+    math_flops_per_us: np.ndarray
+    math_latency_us: np.ndarray
+    l2_hit_rate: np.ndarray
+    c: PipelinedConstants
+    on: Switches
+    grid: Grid
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return np.shape(self.m)
+
+    @classmethod
+    def of(cls, named: dict, on: Switches) -> Inputs:
+        """From the arrays of INPUTS by name (numpy, broadcast together) and the switches."""
+        missing = [name for name in INPUTS if name not in named]
+        if missing:
+            raise TypeError(f"ws-pipelined evaluate(): missing input(s) {', '.join(missing)}")
+        values = dict(zip(INPUTS, np.broadcast_arrays(*(np.asarray(named[name]) for name in INPUTS))))
+        for name in INT_INPUTS + ("raster", "sms"):
+            values[name] = values[name].astype(np.int64)
+        values["persistent"] = values["persistent"].astype(bool)
+        c = PipelinedConstants(**{name: values.pop(name) for name in CONSTANTS})
+        grid = Grid.of(values["m"], values["n"], values["k"], values["tile_m"], values["tile_n"],
+                       values["tile_k"], values["sms"])
+        return cls(**values, c=c, on=on, grid=grid)
+
+
+ARRAYS = tuple(f.name for f in dataclasses.fields(Inputs) if f.name not in ("c", "on", "grid"))
+INPUTS = ARRAYS + CONSTANTS
