@@ -11,7 +11,7 @@ float ``evaluate`` (numpy) and with exact rationals (``exhaustive_exact``). With
 ``--agree`` it also checks that Z3 and exhaustive (exact) agree on every shape.
 ws-pipelined's solve time includes its per-shape table (the model's evaluate() over the
 space); the ``tabled`` column counts shapes where the symbolic split did not reproduce
-the model and the encoding fell back to a per-configuration table (see z3opt).
+the model and the encoding fell back to a per-configuration table (see optimize/pipelined.py).
 
 Pinned to one core (os.sched_setaffinity) where the OS allows; Z3 is single-threaded.
 Targets (issue 6): median <= 0.2 s, max <= 2 s per shape.
@@ -34,7 +34,7 @@ def main(argv=None) -> int:
     ap.add_argument("--gpu", default="h100-sxm5-80gb")
     ap.add_argument("--testlists", nargs="+", default=["dsv3", "llm"])
     ap.add_argument("--families", nargs="+", default=None)
-    ap.add_argument("--models", nargs="+", default=["ws-stage", "ws-persistent", "ws-pipelined"])
+    ap.add_argument("--models", nargs="+", default=None, help="default: every model the optimizer encodes")
     ap.add_argument("--params", help="parameters JSON (default: descriptor defaults)")
     ap.add_argument("--hardware", help="hardware.json instead of the catalog entry")
     ap.add_argument("--agree", action="store_true", help="also check Z3 == exhaustive on every shape")
@@ -46,10 +46,9 @@ def main(argv=None) -> int:
         pinned = "unpinned"
 
     from gemmperf.hardware import get_gpu, load_gpu
-    from gemmperf.optimize import z3opt
+    from gemmperf import optimize
     from gemmperf.params import ParamSet
-    from gemmperf.predictions import runs_on
-    from gemmperf.problem import FAMILIES, read_testlist
+    from gemmperf.problem import FAMILIES, read_testlist, runs_on
 
     gpu = load_gpu(a.hardware) if a.hardware else get_gpu(a.gpu)
     pset = ParamSet.load(a.params, gpu) if a.params else ParamSet(gpu)
@@ -62,21 +61,21 @@ def main(argv=None) -> int:
     print(hdr)
     all_solve = []
     ok_all = True
-    for model in a.models:
+    for model in a.models or optimize.MODELS:
         for fam in fams:
             z3t, rut, npt, ext, agree, tabled = [], [], [], [], 0, 0
             n_cfg = 0
             for s in shapes:
-                sol = z3opt.solve(s, fam, gpu, pset, model)
+                sol = optimize.solve(s, fam, gpu, pset, model)
                 z3t.append(sol.solve_s)
                 rut.append(sol.runner_up_s)
                 n_cfg = sol.n_configs
                 tabled += sol.encoding == "tabled"
                 t0 = time.perf_counter()
-                z3opt.exhaustive_float(s, fam, gpu, pset, model)
+                optimize.exhaustive_float(s, fam, gpu, pset, model)
                 npt.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
-                cfg, t, _ = z3opt.exhaustive_exact(s, fam, gpu, pset, model)
+                cfg, t, _ = optimize.exhaustive_exact(s, fam, gpu, pset, model)
                 ext.append(time.perf_counter() - t0)
                 agree += cfg == sol.config and t == sol.predicted_exact
             all_solve += z3t

@@ -16,7 +16,11 @@ import pytest
 from gemmperf.errors import UserError
 from gemmperf.hardware import get_gpu
 from gemmperf.models import ws_stage
-from gemmperf.optimize import tilings, z3opt
+from gemmperf.optimize import MODELS, exhaustive_exact, exhaustive_float, prove_closed_form, solve, tilings
+from gemmperf.optimize.encode import encode_text, encoding_size, skeleton
+from gemmperf.optimize.evaluate import evaluate_space
+from gemmperf.optimize.pipelined import TIE_TOL, pipelined_table
+from gemmperf.optimize.space import class_key, consts, family_space, padded_volume
 from gemmperf.params import ParamSet
 from gemmperf.problem import KernelConfig, Shape, read_testlist
 
@@ -42,16 +46,16 @@ def pset():
 
 
 def _check_agree(shape, family, model, pset, gpu=H100):
-    sol = z3opt.solve(shape, family, gpu, pset, model, runner_up=False)
-    cfg, t, w = z3opt.exhaustive_exact(shape, family, gpu, pset, model)
+    sol = solve(shape, family, gpu, pset, model, runner_up=False)
+    cfg, t, w = exhaustive_exact(shape, family, gpu, pset, model)
     # exact arithmetic: same optimum, same MATH wait, same configuration after the tie-break
     assert sol.predicted_exact == t, (shape, family, model)
     assert sol.wait_exact == w, (shape, family, model)
     assert sol.config == cfg, (shape, family, model, sol.config.key(), cfg.key())
     # the models' own float evaluate(): same optimum within 1e-9 (ws-pipelined: within its
     # tie tolerance, configurations that close being ties), choice among the optima
-    tol = 1e-9 + (float(z3opt.TIE_TOL) if model == "ws-pipelined" else 0.0)
-    best, optima, pred, _, _ = z3opt.exhaustive_float(shape, family, gpu, pset, model, rel_tol=tol)
+    tol = 1e-9 + (float(TIE_TOL) if model == "ws-pipelined" else 0.0)
+    best, optima, pred, _, _ = exhaustive_float(shape, family, gpu, pset, model, rel_tol=tol)
     assert math.isclose(sol.predicted_us, best, rel_tol=tol), (shape, family, model)
     assert sol.config in optima
     return sol
@@ -60,7 +64,7 @@ def _check_agree(shape, family, model, pset, gpu=H100):
 # ------------------------------------------------------------------ Z3 == exhaustive
 
 
-@pytest.mark.parametrize("model", z3opt.MODELS)
+@pytest.mark.parametrize("model", MODELS)
 def test_z3_equals_exhaustive_every_shipped_shape_ws_hopper(pset, model):
     """Every shape of every shipped testlist, ws-hopper (the measured family), both models."""
     shapes = all_shapes()
@@ -69,7 +73,7 @@ def test_z3_equals_exhaustive_every_shipped_shape_ws_hopper(pset, model):
         _check_agree(shape, "ws-hopper", model, pset)
 
 
-@pytest.mark.parametrize("model", z3opt.MODELS)
+@pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("family", ["ws-ampere", "simt"])
 def test_z3_equals_exhaustive_other_families_sample(pset, family, model):
     """The other families on a deterministic sample: every testlist's first and last
@@ -88,7 +92,7 @@ def test_z3_equals_exhaustive_other_gpu_and_params():
     """A100 (no ws-hopper), and parameters that make MATH the limiter (P = T_MATH)."""
     slow_math = ParamSet(A100, overrides={"math_flops_per_us": 2.0e5, "t_epilogue_us": 0.25})
     for shape in [Shape(1, 4096, 4096), Shape(1000, 1000, 1000), Shape(4096, 7168, 128000), Shape(130, 70, 33)]:
-        for model in z3opt.MODELS:
+        for model in MODELS:
             for family in ("ws-ampere", "simt"):
                 _check_agree(shape, family, model, slow_math, gpu=A100)
                 _check_agree(shape, family, model, ParamSet(A100), gpu=A100)
@@ -96,53 +100,53 @@ def test_z3_equals_exhaustive_other_gpu_and_params():
 
 def test_wave_end_paper_agrees(pset):
     for shape in [Shape(512, 512, 512), Shape(4096, 512, 7168)]:
-        sol = z3opt.solve(shape, "ws-hopper", H100, pset, "ws-stage", runner_up=False, wave_end="paper")
-        cfg, t, _ = z3opt.exhaustive_exact(shape, "ws-hopper", H100, pset, "ws-stage", wave_end="paper")
+        sol = solve(shape, "ws-hopper", H100, pset, "ws-stage", runner_up=False, wave_end="paper")
+        cfg, t, _ = exhaustive_exact(shape, "ws-hopper", H100, pset, "ws-stage", wave_end="paper")
         assert sol.config == cfg and sol.predicted_exact == t
 
 
 def test_breakdown_is_the_models_evaluate(pset):
-    sol = z3opt.solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, "ws-stage")
+    sol = solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, "ws-stage")
     assert math.isclose(sol.breakdown["predicted_us"], sol.predicted_us, rel_tol=1e-12)
     assert math.isclose(sol.breakdown["total_math_wait_us"], sol.math_wait_us, rel_tol=1e-9)
     assert sol.breakdown["limiter"] in ws_stage.LIMITERS
-    sol = z3opt.solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, "ws-persistent")
+    sol = solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, "ws-persistent")
     assert math.isclose(sol.breakdown["predicted_us"], sol.predicted_us, rel_tol=1e-12)
     assert sol.config.persistent  # the tie-break prefers the kernel the model describes
 
 
 def test_runner_up_is_the_best_other_tile(pset):
     shape = Shape(4096, 512, 7168)
-    sol = z3opt.solve(shape, "ws-hopper", H100, pset, "ws-stage")
+    sol = solve(shape, "ws-hopper", H100, pset, "ws-stage")
     r = sol.runner_up
     assert r is not None
-    assert z3opt.class_key(r.config) != z3opt.class_key(sol.config)
+    assert class_key(r.config) != class_key(sol.config)
     assert r.predicted_us >= sol.predicted_us
     # exhaustive over the other tiles
-    space = [c for c in z3opt.family_space("ws-hopper", H100, "bf16")
-             if z3opt.class_key(c) != z3opt.class_key(sol.config)]
-    _, t, _ = z3opt.exhaustive_exact(shape, "ws-hopper", H100, pset, "ws-stage", space=space)
+    space = [c for c in family_space("ws-hopper", H100, "bf16")
+             if class_key(c) != class_key(sol.config)]
+    _, t, _ = exhaustive_exact(shape, "ws-hopper", H100, pset, "ws-stage", space=space)
     assert math.isclose(r.predicted_us, float(t), rel_tol=1e-12)
 
 
 def test_tie_break_is_documented_order(pset):
     # ws-stage does not see stages >= 2, persistence or raster: deepest pipeline,
     # non-persistent, row raster, smallest tile among equal predictions
-    sol = z3opt.solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, "ws-stage")
-    same_tile = [c for c in z3opt.family_space("ws-hopper", H100, "bf16")
-                 if z3opt.class_key(c) == z3opt.class_key(sol.config)]
+    sol = solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, "ws-stage")
+    same_tile = [c for c in family_space("ws-hopper", H100, "bf16")
+                 if class_key(c) == class_key(sol.config)]
     assert sol.config.stages == max(c.stages for c in same_tile)
     assert not sol.config.persistent and sol.config.raster == "row"
 
 
 def test_pinned_fields(pset):
-    sol = z3opt.solve(Shape(2048, 2048, 2048), "ws-hopper", H100, pset, "ws-stage",
+    sol = solve(Shape(2048, 2048, 2048), "ws-hopper", H100, pset, "ws-stage",
                       fix={"tile_m": 64, "stages": 3, "raster": "grouped"})
     c = sol.config
     assert (c.tile_m, c.stages, c.raster) == (64, 3, "grouped")
-    space = [x for x in z3opt.family_space("ws-hopper", H100, "bf16")
+    space = [x for x in family_space("ws-hopper", H100, "bf16")
              if x.tile_m == 64 and x.stages == 3 and x.raster == "grouped"]
-    _, t, _ = z3opt.exhaustive_exact(Shape(2048, 2048, 2048), "ws-hopper", H100, pset, "ws-stage", space=space)
+    _, t, _ = exhaustive_exact(Shape(2048, 2048, 2048), "ws-hopper", H100, pset, "ws-stage", space=space)
     assert sol.predicted_exact == t
 
 
@@ -150,7 +154,7 @@ def test_pinned_fields(pset):
 
 
 def test_closed_form_proved_by_z3():
-    res = z3opt.prove_closed_form()
+    res = prove_closed_form()
     assert set(res.values()) == {"proved"}
     assert {"base B=1", "step B=1", "base B>=2", "step B>=2", "step B>=2 i<=B"} <= set(res)
 
@@ -168,18 +172,18 @@ def test_exact_closed_form_matches_recurrence():
 
 
 def test_encoding_size_does_not_grow_with_k(pset, period_only):
-    space = z3opt.family_space("ws-hopper", H100, "bf16")
-    for model in z3opt.MODELS:
-        sk = z3opt.skeleton(space, model, H100.smem_per_block)
+    space = family_space("ws-hopper", H100, "bf16")
+    for model in MODELS:
+        sk = skeleton(space, model, H100.smem_per_block)
         sizes = set()
         for k in (64, 4096, 128000, 10**7):
             shape = Shape(4096, 4096, k)
-            C = z3opt._consts(shape, "ws-hopper", H100, pset)
-            tab = z3opt.pipelined_table(shape, space, pset, sk.index) if model == "ws-pipelined" else None
+            C = consts(shape, "ws-hopper", H100, pset)
+            tab = pipelined_table(shape, space, pset, sk.index) if model == "ws-pipelined" else None
             if tab is not None:
                 assert tab.symbolic, tab.max_dev
-            lines = z3opt.encode_text(C, sk, model, tab=tab)
-            sizes.add((z3opt.encoding_size(lines), len(lines)))
+            lines = encode_text(C, sk, model, tab=tab)
+            sizes.add((encoding_size(lines), len(lines)))
         assert len(sizes) == 1, sizes
         (n_assert, n_vars), _ = sizes.pop()
         if model == "ws-pipelined":
@@ -214,13 +218,13 @@ def test_pipelined_split_reproduces_evaluate(pset, period_only):
     from gemmperf.models import ws_pipelined
 
     for family, dtype in (("ws-hopper", "bf16"), ("ws-ampere", "bf16"), ("simt", "fp32")):
-        space = z3opt.family_space(family, H100, dtype)
-        index = z3opt.skeleton(space, "ws-pipelined", H100.smem_per_block).index
+        space = family_space(family, H100, dtype)
+        index = skeleton(space, "ws-pipelined", H100.smem_per_block).index
         for m, n, k in ((1, 4096, 4096), (1025, 1025, 1025), (4096, 7168, 128000), (8192, 257, 64), (130, 70, 33)):
             shape = Shape(m, n, k, dtype)
-            tab = z3opt.pipelined_table(shape, space, pset, index)
+            tab = pipelined_table(shape, space, pset, index)
             assert tab.symbolic and tab.max_dev < 1e-12, (family, shape, tab.max_dev)
-            out = z3opt.evaluate_space(shape, space, pset, "ws-pipelined")
+            out = evaluate_space(shape, space, pset, "ws-pipelined")
             t = [float(tab.exact[c][0]) for c in space]
             assert max(abs(a / b - 1) for a, b in zip(t, out["predicted_us"])) < 1e-12
             assert ws_pipelined.NAME == "ws-pipelined"
@@ -240,18 +244,18 @@ def test_pipelined_falls_back_to_a_table_when_the_split_breaks(pset, monkeypatch
 
     monkeypatch.setattr(ws_pipelined, "evaluate", odd)
     shape = Shape(2048, 2048, 2048)
-    sol = z3opt.solve(shape, "ws-hopper", H100, pset, "ws-pipelined", runner_up=False)
+    sol = solve(shape, "ws-hopper", H100, pset, "ws-pipelined", runner_up=False)
     assert sol.encoding == "tabled"
-    cfg, t, w = z3opt.exhaustive_exact(shape, "ws-hopper", H100, pset, "ws-pipelined")
+    cfg, t, w = exhaustive_exact(shape, "ws-hopper", H100, pset, "ws-pipelined")
     assert sol.config == cfg and sol.predicted_exact == t and sol.wait_exact == w
-    tol = 1e-9 + float(z3opt.TIE_TOL)
-    best, optima, _, _, _ = z3opt.exhaustive_float(shape, "ws-hopper", H100, pset, "ws-pipelined", rel_tol=tol)
+    tol = 1e-9 + float(TIE_TOL)
+    best, optima, _, _, _ = exhaustive_float(shape, "ws-hopper", H100, pset, "ws-pipelined", rel_tol=tol)
     assert math.isclose(sol.predicted_us, best, rel_tol=tol) and sol.config in optima
 
 
 def test_pipelined_breakdown_wait_and_tie_break(pset, period_only):
     shape = Shape(4096, 4096, 4096)
-    sol = z3opt.solve(shape, "ws-hopper", H100, pset, "ws-pipelined")
+    sol = solve(shape, "ws-hopper", H100, pset, "ws-pipelined")
     bd = sol.breakdown
     assert sol.encoding == "symbolic"
     assert math.isclose(bd["predicted_us"], sol.predicted_us, rel_tol=1e-9)
@@ -259,11 +263,11 @@ def test_pipelined_breakdown_wait_and_tie_break(pset, period_only):
     wait = bd["fill_us"] + bd["mainloop_us"] - bd["waves"] * bd["k_stages"] * bd["stage_math_us"]
     assert math.isclose(sol.math_wait_us, wait, rel_tol=1e-9, abs_tol=1e-9) and sol.math_wait_us >= 0
     # among configurations the model predicts equal, the deepest ring of the chosen tile
-    tol = float(z3opt.TIE_TOL)
-    same = [c for c in z3opt.family_space("ws-hopper", H100, "bf16")
-            if z3opt.class_key(c) == z3opt.class_key(sol.config) and c.persistent == sol.config.persistent
+    tol = float(TIE_TOL)
+    same = [c for c in family_space("ws-hopper", H100, "bf16")
+            if class_key(c) == class_key(sol.config) and c.persistent == sol.config.persistent
             and c.raster == sol.config.raster]
-    pred = z3opt.evaluate_space(shape, same, pset, "ws-pipelined")["predicted_us"]
+    pred = evaluate_space(shape, same, pset, "ws-pipelined")["predicted_us"]
     tied = [c for c, p in zip(same, pred) if p <= sol.predicted_us * (1 + tol)]
     assert sol.config.stages == max(c.stages for c in tied)
     assert sol.runner_up is not None and sol.runner_up.predicted_us >= sol.predicted_us
@@ -288,28 +292,28 @@ def test_pipelined_tie_break_prefers_less_padding(pset, monkeypatch):
 
     monkeypatch.setattr(ws_pipelined, "evaluate", flat)
     shape = Shape(4096, 192, 4096)
-    sol = z3opt.solve(shape, "ws-hopper", H100, pset, "ws-pipelined", runner_up=False)
-    space = z3opt.family_space("ws-hopper", H100, "bf16")
+    sol = solve(shape, "ws-hopper", H100, pset, "ws-pipelined", runner_up=False)
+    space = family_space("ws-hopper", H100, "bf16")
     assert sol.config.tile_n == 64
-    assert z3opt.padded_volume(shape, sol.config) == min(z3opt.padded_volume(shape, c) for c in space)
-    cfg, _, _ = z3opt.exhaustive_exact(shape, "ws-hopper", H100, pset, "ws-pipelined")
+    assert padded_volume(shape, sol.config) == min(padded_volume(shape, c) for c in space)
+    cfg, _, _ = exhaustive_exact(shape, "ws-hopper", H100, pset, "ws-pipelined")
     assert cfg == sol.config
 
 
 def test_pipelined_pins_and_infeasible(pset):
     shape = Shape(2048, 2048, 2048)
     fix = {"tile_m": 64, "stages": 3, "raster": "column", "persistent": False}
-    sol = z3opt.solve(shape, "ws-hopper", H100, pset, "ws-pipelined", fix=fix)
+    sol = solve(shape, "ws-hopper", H100, pset, "ws-pipelined", fix=fix)
     c = sol.config
     assert (c.tile_m, c.stages, c.raster, c.persistent) == (64, 3, "column", False)
-    cfg, t, _ = z3opt.exhaustive_exact(shape, "ws-hopper", H100, pset, "ws-pipelined", fix=fix)
+    cfg, t, _ = exhaustive_exact(shape, "ws-hopper", H100, pset, "ws-pipelined", fix=fix)
     assert sol.predicted_exact == t and sol.config == cfg
     with pytest.raises(UserError, match="shared memory"):
-        z3opt.solve(shape, "ws-hopper", H100, pset, "ws-pipelined", fix={"tile_m": 256, "tile_n": 128, "stages": 8})
+        solve(shape, "ws-hopper", H100, pset, "ws-pipelined", fix={"tile_m": 256, "tile_n": 128, "stages": 8})
     with pytest.raises(UserError, match="registers"):
-        z3opt.solve(shape, "ws-hopper", H100, pset, "ws-pipelined", fix={"tile_m": 256, "tile_n": 256})
+        solve(shape, "ws-hopper", H100, pset, "ws-pipelined", fix={"tile_m": 256, "tile_n": 256})
     with pytest.raises(UserError, match="does not run on a100"):
-        z3opt.solve(shape, "ws-hopper", A100, ParamSet(A100), "ws-pipelined")
+        solve(shape, "ws-hopper", A100, ParamSet(A100), "ws-pipelined")
 
 
 # ------------------------------------------------------------------ infeasible requests
@@ -317,20 +321,20 @@ def test_pipelined_pins_and_infeasible(pset):
 
 def test_tile_that_cannot_fit(pset):
     with pytest.raises(UserError, match="shared memory"):
-        z3opt.solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, fix={"tile_m": 256, "tile_n": 128, "stages": 8})
+        solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, "ws-stage", fix={"tile_m": 256, "tile_n": 128, "stages": 8})
     with pytest.raises(UserError, match="registers"):
-        z3opt.solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, fix={"tile_m": 256, "tile_n": 256})
+        solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, "ws-stage", fix={"tile_m": 256, "tile_n": 256})
     with pytest.raises(UserError, match="tiles"):
-        z3opt.solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, fix={"tile_k": 32})
+        solve(Shape(4096, 4096, 4096), "ws-hopper", H100, pset, "ws-stage", fix={"tile_k": 32})
 
 
 def test_family_not_supported(pset):
     with pytest.raises(UserError, match="does not run on a100"):
-        z3opt.solve(Shape(4096, 4096, 4096), "ws-hopper", A100, ParamSet(A100))
+        solve(Shape(4096, 4096, 4096), "ws-hopper", A100, ParamSet(A100))
     with pytest.raises(UserError, match="model 'sync'"):
-        z3opt.solve(Shape(64, 64, 64), "ws-hopper", H100, pset, "sync")
+        solve(Shape(64, 64, 64), "ws-hopper", H100, pset, "sync")
     with pytest.raises(UserError, match="cannot fix"):
-        z3opt.solve(Shape(64, 64, 64), "ws-hopper", H100, pset, fix={"warps": 4})
+        solve(Shape(64, 64, 64), "ws-hopper", H100, pset, fix={"warps": 4})
 
 
 def _parser():
@@ -426,7 +430,7 @@ def test_tilings_table_with_measurements(pset):
     # searched among the measured configurations: the choice has a measured time
     assert row["space"] == "measured" and row["n_configs"] == 3
     assert row["measured_us"] is not None and row["regret"] >= 0
-    cfg, tt, _ = z3opt.exhaustive_exact(Shape(1024, 1024, 1024), "ws-hopper", H100, pset, "ws-stage",
+    cfg, tt, _ = exhaustive_exact(Shape(1024, 1024, 1024), "ws-hopper", H100, pset, "ws-stage",
                                         space=[KernelConfig(tile_m=tm, tile_n=tn, stages=4)
                                                for tm, tn in ((128, 128), (64, 128), (64, 64))])
     assert (row["tile_m"], row["tile_n"]) == (cfg.tile_m, cfg.tile_n)
@@ -443,5 +447,42 @@ def test_nvmmh_optional(pset):
     if tilings.nvmmh_available():
         pytest.skip("nvidia-matmul-heuristics is installed")
     assert tilings.nvmmh_top(Shape(1024, 1024, 1024), H100) is None
-    t = tilings.tilings_table([Shape(256, 256, 256)], H100, pset, ["ws-hopper"])
+    t = tilings.tilings_table([Shape(256, 256, 256)], H100, pset, ["ws-hopper"], "ws-stage")
     assert not any(c.startswith("nvmmh") for c in t.columns)
+
+
+# ------------------------------------------------------------------ one default model, unchanged tilings
+
+
+def test_one_default_model_for_library_and_workflow():
+    """The optimizer's default model is the workflow's (config/config.yaml optimize.model)."""
+    import inspect
+
+    import yaml
+
+    from gemmperf import optimize
+
+    assert optimize.DEFAULT_MODEL == "ws-pipelined" and optimize.DEFAULT_MODEL in optimize.MODELS
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    assert cfg["optimize"]["model"] == optimize.DEFAULT_MODEL
+    for fn in (solve, exhaustive_exact, exhaustive_float, tilings.tilings_table):
+        assert inspect.signature(fn).parameters["model"].default == optimize.DEFAULT_MODEL, fn.__name__
+
+
+def test_tilings_unchanged_squares_dsv3():
+    """The workflow's tilings (ws-pipelined, searched space "auto") of squares and dsv3, with
+    the microbench and the fitted parameters and the shipped measurements for the regret, are
+    those of tests/data/optimize/tilings_ws_pipelined.csv (written before issue 13's
+    renovation), byte for byte apart from the solve times."""
+    ref = ROOT / "tests" / "data" / "optimize" / "tilings_ws_pipelined.csv"
+    h100_meas = ROOT / "results" / "h100-sxm5-80gb" / "shipped" / "measurements"
+    parts = []
+    for tl in ("squares", "dsv3"):
+        meas = tilings.read_measurements(h100_meas / f"{tl}.csv")
+        for pname in ("microbench", "fitted"):
+            pset = ParamSet.load(ROOT / "tests" / "data" / "reference" / f"params_{pname}.json", H100)
+            t = tilings.tilings_table(read_testlist(ROOT / "testlists" / f"{tl}.csv"), H100, pset, None,
+                                      "ws-pipelined", meas, space="auto", nvmmh=False)
+            parts.append(t.drop("model", "solve_s", "runner_up_s").with_columns(
+                pl.lit(tl).alias("testlist"), pl.lit(pname).alias("params")))
+    assert pl.concat(parts, how="diagonal_relaxed").write_csv() == ref.read_text()

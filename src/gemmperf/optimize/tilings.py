@@ -23,13 +23,16 @@ required), its top configuration and runtime estimate are added as nvmmh_* colum
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 
 from ..errors import UserError
 from ..hardware import GPU
 from ..params import ParamSet
-from ..problem import FAMILIES, KernelConfig, Shape
-from . import z3opt
+from ..problem import FAMILIES, KernelConfig, Shape, family_dtype, runs_on
+from .solver import solve
+from .space import DEFAULT_MODEL, family_space
 
 CONFIG_KEY = ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "persistent", "raster")
 SPACES = ("auto", "legal", "measured")
@@ -151,12 +154,10 @@ def nvmmh_top(shape: Shape, gpu: GPU) -> dict | None:
 
 
 def tilings_table(shapes: list[Shape], gpu: GPU, pset: ParamSet, families: list[str] | None = None,
-                  model: str = "ws-stage", measurements: pl.DataFrame | None = None,
+                  model: str = DEFAULT_MODEL, measurements: pl.DataFrame | None = None,
                   space: str = "auto", dtype: str | None = None, runner_up: bool = True,
                   nvmmh: bool | None = None) -> pl.DataFrame:
     """One row per shape x family (families that run on ``gpu``): see the module doc."""
-    from ..predictions import runs_on
-
     if space not in SPACES:
         raise UserError(f"space {space!r}: expected one of {', '.join(SPACES)}")
     families = list(families or FAMILIES)
@@ -175,19 +176,19 @@ def tilings_table(shapes: list[Shape], gpu: GPU, pset: ParamSet, families: list[
     rows = []
     for shape in shapes:
         for fam in fams:
-            d = z3opt._family_dtype(fam, dtype or shape.dtype)
+            d = family_dtype(fam, dtype or shape.dtype)
             shp = Shape(shape.m, shape.n, shape.k, d)
             m_rows = by_shape.get((shp.m, shp.n, shp.k, fam, d))
             cand, label = None, "legal"
             if space in ("auto", "measured") and m_rows is not None and m_rows.height:
-                legal = set(z3opt.family_space(fam, gpu, d))
+                legal = set(family_space(fam, gpu, d))
                 cand = [c for c in (_config_of(r, fam, d) for r in m_rows.iter_rows(named=True)) if c in legal]
                 label = "measured"
                 if not cand:
                     cand, label = None, "legal"
             elif space == "measured":
                 label = "legal"  # nothing measured for this shape: the legal space
-            sol = z3opt.solve(shp, fam, gpu, pset, model, space=cand, runner_up=runner_up)
+            sol = solve(shp, fam, gpu, pset, model, space=cand, runner_up=runner_up)
             c, r = sol.config, sol.runner_up
             row = {"m": shp.m, "n": shp.n, "k": shp.k, "dtype": d, "family": fam, "model": model,
                    **{k: getattr(c, k) for k in CONFIG_KEY},
@@ -209,8 +210,6 @@ def tilings_table(shapes: list[Shape], gpu: GPU, pset: ParamSet, families: list[
 
 def read_measurements(path) -> pl.DataFrame:
     """A measurements CSV or parquet file."""
-    from pathlib import Path
-
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: measurements file not found")

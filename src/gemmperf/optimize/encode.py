@@ -1,0 +1,271 @@
+"""The Z3 encoding of one shape, as SMT-LIB text (parsed by Z3 in C++, much faster than
+building terms through the Python API). Its size does not depend on K.
+
+The space is grouped into tile classes c = (TM, TN, TK, CM, CN), numbered in ascending
+order. Variables:
+
+- ``cls`` (Int, 0 <= cls < #classes) and the fields tm, tn, tk, cm, cn (Int) with
+  ``cls == c -> tm == TM_c & ...``; ``b`` (stages, Int), ``pers`` (Bool), ``raster``
+  (Int: 0 row, 1 column, 2 grouped).
+- Legality per class (the shape-independent ``skeleton``, cached per space): the
+  (stages, persistent, raster) choices the space allows, as an interval of stages times
+  allowed flags when it is a product, else as an explicit disjunction; plus the
+  shared-memory budget ``smem_c(b) = base_c + per_c*b <= smem_per_block`` where
+  kernels.space.smem_bytes is affine in the stages (the epilogue's and barriers' bytes
+  are in base_c/per_c). Register and architecture rules remove whole tiles (they are not
+  in the space).
+- ws-stage: ``tiles`` (Int) from a per-class table ceil(M/TM)*ceil(N/TN); waves W by
+  integer division ``W*SMs >= tiles > (W-1)*SMs``; K stages S by ``S*TK >= K >
+  (S-1)*TK`` (per class, TK constant, so linear). L = T_LOAD_A + T_LOAD_B and T_MATH
+  (Real) per class. The stage recurrence is replaced by its closed form
+  ``Sm(S) = L + (S-1)*P, P = If(b >= 2, max(L, T_MATH), L + T_MATH)`` (proved equal to
+  the recurrence for every S and B in proof.py). The products (S-1)*P and W*wave are
+  linearized over the finitely many values S and W take (one per TK, at most one per
+  class): ``S == s -> Sm == L + (s-1)*P``, ``W == w -> time == w*wave + T_INIT``.
+  Wait: ``W*(L + (S-1)*(P - T_MATH))``.
+- ws-persistent: tiles from the cluster-rounded grid (table), ``tiles == fw*F_c + rem,
+  0 <= rem < F_c`` with F_c the whole-cluster SM count, first/last wave SM counts by
+  If, DMA/EPILOGUE of the remainder wave and the first K block linear in rem and the
+  per-class per-SM constants, max by If; ``fw * fullwave_c`` per class. The MATH warps'
+  waiting time is everything but their busy time before the last epilogue:
+  ``first_dma + mainloop - waves * MATH``.
+- ws-pipelined (from pipelined.py's table): the ring depth B (Int, with the legal stage
+  range and the shared-memory budget per class from the skeleton), Pk = If(b >= B*, m,
+  q), q = l/b through one implication per legal stage value (``b == v -> q == l/v``:
+  linear), B* = ceil(l/m) an integer per (class, raster) (exactly max(m, l/B) for integer
+  B), the sum and the wait. Per (class, raster, persistent) an implied bound time >= A +
+  cF*mF + cL*mL (Pk >= m) is added: redundant, but bound propagation then prunes whole
+  groups (about 10x faster on simt's 27 tiles). Tabled fallback: one line per
+  configuration with its time and wait.
+
+About 8 + 2*#classes assertions (ws-pipelined: about #classes*(1 + 3*#rasters) + #stages
++ 8) and about 20 variables; K changes constants only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..kernels.space import smem_bytes
+from ..problem import KernelConfig
+from .exact import persistent_class, stage_class
+from .pipelined import PipeTable, period_parts
+from .space import RASTER_CODE, Consts, Q, check_model, class_key, rank_parts
+
+CHOICE_VARS = (("cls", "Int"), ("tm", "Int"), ("tn", "Int"), ("tk", "Int"), ("cm", "Int"), ("cn", "Int"),
+               ("b", "Int"), ("pers", "Bool"), ("raster", "Int"), ("rank", "Int"),
+               ("time", "Real"), ("wait", "Real"), ("tiles", "Int"))
+MODEL_VARS = {
+    "ws-stage": (("W", "Int"), ("S", "Int"), ("L", "Real"), ("Tm", "Real"), ("P", "Real"),
+                 ("Sm", "Real"), ("wave", "Real"), ("wait1", "Real")),
+    "ws-persistent": (("fw", "Int"), ("rem", "Int"), ("first_dma", "Real"), ("mainloop", "Real"),
+                      ("last_epi", "Real"), ("rem_wave", "Real"), ("math", "Real")),
+    "ws-pipelined": (("mF", "Real"), ("lF", "Real"), ("BF", "Int"), ("mL", "Real"), ("lL", "Real"),
+                     ("BL", "Int"), ("A", "Real"), ("D", "Real"), ("qF", "Real"), ("qL", "Real"),
+                     ("PkF", "Real"), ("PkL", "Real"), ("vol", "Int")),
+}
+FIELD_VAR = {"tile_m": "tm", "tile_n": "tn", "tile_k": "tk", "cluster_m": "cm", "cluster_n": "cn",
+             "stages": "b", "persistent": "pers", "raster": "raster"}
+
+
+def _num(x) -> str:
+    """SMT-LIB real literal of an exact rational."""
+    x = Q(x)
+    if x.denominator == 1:
+        return f"{x.numerator}.0" if x >= 0 else f"(- {-x.numerator}.0)"
+    num = f"{abs(x.numerator)}.0"
+    lit = f"(/ {num} {x.denominator}.0)"
+    return lit if x >= 0 else f"(- {lit})"
+
+
+def _max(a: str, b: str) -> str:
+    return f"(ite (>= {a} {b}) {a} {b})"
+
+
+def _pers(p: bool) -> str:
+    return "pers" if p else "(not pers)"
+
+
+# ------------------------------------------------------------------ the skeleton (shape-independent)
+
+
+@dataclass
+class Skeleton:
+    """The shape-independent part: choice variables, legality, tie rank (SMT-LIB lines)."""
+
+    classes: list
+    index: dict
+    bmax: int
+    pref: bool
+    lines: list
+
+
+_SKELETONS: dict[tuple, Skeleton] = {}
+
+
+def _class_choices(allowed: set, bs: list) -> list[str]:
+    """The (stages, persistent, raster) choices of one class: an interval of stages times
+    the allowed flags where the set is such a product, else an explicit disjunction."""
+    ps = sorted({a[1] for a in allowed})
+    rs = sorted({a[2] for a in allowed})
+    if len(allowed) == len(bs) * len(ps) * len(rs) and bs == list(range(bs[0], bs[-1] + 1)):
+        body = [f"(>= b {bs[0]})", f"(<= b {bs[-1]})"]
+        if len(ps) == 1:
+            body.append(_pers(ps[0]))
+        if len(rs) < 3:
+            body.append("(or " + " ".join(f"(= raster {r})" for r in rs) + " false)")
+        return body
+    return ["(or " + " ".join(f"(and (= b {st}) {_pers(p)} (= raster {r}))" for st, p, r in sorted(allowed)) + ")"]
+
+
+def _smem_budget(c0: KernelConfig, bs: list, smem_limit: int) -> list[str]:
+    """The shared-memory budget of a class, where smem_bytes is affine in the stages."""
+    s1 = smem_bytes(c0.replace(stages=1))
+    per = smem_bytes(c0.replace(stages=2)) - s1
+    if all(smem_bytes(c0.replace(stages=st)) == s1 + (st - 1) * per for st in bs):
+        return [f"(<= (+ {s1 - per} (* {per} b)) {smem_limit})"]
+    return []
+
+
+def skeleton(space: list[KernelConfig], model: str, smem_limit: int) -> Skeleton:
+    """Choice variables, per-class legality and the tie rank of ``space`` (cached)."""
+    key = (tuple(space), model, smem_limit)
+    sk = _SKELETONS.get(key)
+    if sk is not None:
+        return sk
+    rp = rank_parts(space, model)
+    lines = [f"(declare-const {n} {t})" for n, t in CHOICE_VARS + MODEL_VARS[model]]
+    lines += [f"(assert (and (>= cls 0) (< cls {len(rp.classes)}) (>= raster 0) (<= raster 2) (>= b 1)))"]
+    by_class: dict[int, set] = {}
+    first: dict[int, KernelConfig] = {}
+    for c in space:
+        i = rp.index[class_key(c)]
+        by_class.setdefault(i, set()).add((c.stages, c.persistent, RASTER_CODE[c.raster]))
+        first.setdefault(i, c)
+    for i, (TM, TN, TK, CM, CN) in enumerate(rp.classes):
+        bs = sorted({a[0] for a in by_class[i]})
+        body = [f"(= tm {TM})", f"(= tn {TN})", f"(= tk {TK})", f"(= cm {CM})", f"(= cn {CN})"]
+        body += _class_choices(by_class[i], bs) + _smem_budget(first[i], bs, smem_limit)
+        lines.append(f"(assert (=> (= cls {i}) (and {' '.join(body)})))")
+    pk = f"(ite (= pers {'true' if rp.pref else 'false'}) 0 1)"
+    lines.append(f"(assert (= rank (+ (* (+ (* (+ (* cls {rp.bmax + 1}) (- {rp.bmax} b)) 2) {pk}) 3) raster)))")
+    sk = Skeleton(rp.classes, rp.index, rp.bmax, rp.pref, lines)
+    if len(_SKELETONS) > 256:
+        _SKELETONS.clear()
+    _SKELETONS[key] = sk
+    return sk
+
+
+# ------------------------------------------------------------------ one shape
+
+
+def _pins(fix: dict | None) -> list[str]:
+    L = []
+    for name, value in (fix or {}).items():
+        if name == "persistent":
+            L.append(f"(assert {_pers(value)})")
+        elif name == "raster":
+            L.append(f"(assert (= raster {RASTER_CODE[value]}))")
+        else:
+            L.append(f"(assert (= {FIELD_VAR[name]} {int(value)}))")
+    return L
+
+
+def _encode_stage(C: Consts, sk: Skeleton, wave_end: str) -> list[str]:
+    L, Ws, Ss = [], set(), set()
+    for i, (TM, TN, TK, CM, CN) in enumerate(sk.classes):
+        d = stage_class(C, TM, TN, TK)
+        Ws.add(d["W"])
+        Ss.add(d["S"])
+        L.append(f"(assert (=> (= cls {i}) (and (= tiles {d['tiles']}) (= L {_num(d['L'])}) "
+                 f"(= Tm {_num(d['Tm'])}) (>= (* S {TK}) {C.k}) (< (* (- S 1) {TK}) {C.k}))))")
+    L.append(f"(assert (and (>= (* W {C.sms}) tiles) (< (* (- W 1) {C.sms}) tiles)))")
+    L.append(f"(assert (= P (ite (>= b 2) {_max('L', 'Tm')} (+ L Tm))))")
+    for s in sorted(Ss):
+        L.append(f"(assert (=> (= S {s}) (and (= Sm (+ L (* {s - 1}.0 P))) "
+                 f"(= wait1 (+ L (* {s - 1}.0 (- P Tm)))))))")
+    wend = "(+ Sm Tm)" if wave_end == "ours" else "Sm"
+    L.append(f"(assert (= wave (+ {wend} {_num(C.t_epi)})))")
+    for w in sorted(Ws):
+        L.append(f"(assert (=> (= W {w}) (and (= time (+ (* {w}.0 wave) {_num(C.t_init)})) "
+                 f"(= wait (* {w}.0 wait1)))))")
+    return L
+
+
+def _encode_persistent(C: Consts, sk: Skeleton) -> list[str]:
+    epi = _num(C.t_epi)
+    L = ["(assert (and (>= fw 0) (>= rem 0)))"]
+    for i, key in enumerate(sk.classes):
+        d = persistent_class(C, *key)
+        F, ld, st, mth = d["F"], _num(d["ld"]), _num(d["st"]), _num(d["math"])
+        r = "(to_real rem)"
+        rw = _max(_max(f"(* {r} {ld})", "math"), f"(+ {epi} (* {r} {st}))")
+        L.append(
+            f"(assert (=> (= cls {i}) (and (= tiles {d['tiles']}) (= tiles (+ (* fw {F}) rem)) (< rem {F}) "
+            f"(= math {mth}) "
+            f"(= first_dma (* (to_real (ite (< tiles {F}) tiles {F})) {_num(d['fl'])})) "
+            f"(= rem_wave (ite (> rem 0) {rw} 0.0)) "
+            f"(= mainloop (+ (* (to_real fw) {_num(d['fullwave'])}) rem_wave)) "
+            f"(= last_epi (+ {epi} (* (to_real (ite (> rem 0) rem {F})) {st}))) "
+            f"(= wait (- (+ first_dma mainloop) (* (to_real (+ fw (ite (> rem 0) 1 0))) math))))))")
+    L.append(f"(assert (= time (+ {_num(C.t_init)} first_dma mainloop last_epi)))")
+    return L
+
+
+def _encode_pipelined_tabled(sk: Skeleton, tab: PipeTable) -> list[str]:
+    L = []
+    for c, (t, w) in tab.exact.items():
+        i = sk.index[class_key(c)]
+        cond = f"(= cls {i}) (= raster {RASTER_CODE[c.raster]}) {_pers(c.persistent)} (= b {c.stages})"
+        L.append(f"(assert (=> (and {cond}) (and (= time {_num(t)}) (= wait {_num(w)}) "
+                 f"(= vol {tab.classes[i]['vol']}))))")
+    return L
+
+
+def _encode_pipelined(sk: Skeleton, tab: PipeTable) -> list[str]:
+    """ws-pipelined lines (symbolic): see the module doc."""
+    if not tab.symbolic:
+        return _encode_pipelined_tabled(sk, tab)
+    L = []
+    for i, d in sorted(tab.classes.items()):
+        terms = ["A"] + [f"(* {c}.0 {v})" for c, v in ((d["cF"], "PkF"), (d["cL"], "PkL")) if c]
+        L.append(f"(assert (=> (= cls {i}) (and (= time (+ {' '.join(terms)} 0.0)) (= vol {d['vol']}))))")
+        for r in sorted(d["per"]):
+            (mF, lF, BF), (mL, lL, BL) = (period_parts(m, l) for m, l in d["per"][r])
+            L.append(f"(assert (=> (and (= cls {i}) (= raster {r})) (and (= mF {_num(mF)}) (= lF {_num(lF)}) "
+                     f"(= BF {BF}) (= mL {_num(mL)}) (= lL {_num(lL)}) (= BL {BL}))))")
+            for p in (False, True):
+                if (r, p) not in d["A"]:
+                    continue
+                a = d["A"][(r, p)]
+                # implied bound: the periods are at least m, so time >= A + cF*mF + cL*mL
+                # (redundant, but it lets bound propagation prune a group; ~10x faster)
+                floor = a + d["cF"] * mF + d["cL"] * mL
+                L.append(f"(assert (=> (and (= cls {i}) (= raster {r}) {_pers(p)}) "
+                         f"(and (= A {_num(a)}) (= D {_num(d['D'][(r, p)])}) (>= time {_num(floor)}))))")
+    for v in tab.stages:
+        L.append(f"(assert (=> (= b {v}) (and (= qF (/ lF {v}.0)) (= qL (/ lL {v}.0)))))")
+    L.append("(assert (and (= PkF (ite (>= b BF) mF qF)) (= PkL (ite (>= b BL) mL qL))))")
+    L.append("(assert (= wait (- time D)))")
+    return L
+
+
+def encode_text(C: Consts, sk: Skeleton, model: str, fix: dict | None = None,
+                wave_end: str = "ours", tab: PipeTable | None = None) -> list[str]:
+    """SMT-LIB lines of one shape: the skeleton, pinned fields, the model's tables.
+
+    ws-pipelined needs ``tab`` (pipelined_table of the same shape and space)."""
+    check_model(model)
+    L = list(sk.lines) + _pins(fix)
+    if model == "ws-stage":
+        return L + _encode_stage(C, sk, wave_end)
+    if model == "ws-persistent":
+        return L + _encode_persistent(C, sk)
+    if tab is None:
+        raise ValueError("ws-pipelined: encode_text needs the shape's pipelined_table")
+    return L + _encode_pipelined(sk, tab)
+
+
+def encoding_size(lines: list[str]) -> tuple[int, int]:
+    """(assertions, declared variables) of an encoding."""
+    return sum(1 for x in lines if x.startswith("(assert")), sum(1 for x in lines if x.startswith("(declare-const"))

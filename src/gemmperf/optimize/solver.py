@@ -1,0 +1,241 @@
+"""Solving: the Z3-optimal configuration of one shape, its runner-up, and the Solution.
+
+``solve(shape, family, gpu, params, model)`` asks Z3 for the legal configuration of a
+kernel family that minimizes, lexicographically,
+
+1. the predicted time (``ws-stage``, ``ws-persistent`` or ``ws-pipelined``),
+2. the MATH warps' total waiting time (the paper's section 3.2 second objective),
+3. (ws-pipelined only) the padded volume ceil(M/TM)TM * ceil(N/TN)TN * ceil(K/TK)TK
+   (``padded_volume``): of configurations the model predicts alike, the one that
+   computes fewer padded rows and columns,
+4. a deterministic tie-break rank: smallest tile class (TM, TN, TK, CM, CN ascending),
+   then the deepest pipeline (most stages: the models do not distinguish B >= 2, and a
+   deeper buffer absorbs load jitter they do not see), then the kernel the model
+   describes (non-persistent for ws-stage, persistent for ws-persistent and
+   ws-pipelined), then raster row < column < grouped,
+
+and returns the optimum, its breakdown (the model's own ``evaluate`` on that
+configuration), the runner-up tiling (the best configuration with a different tile class)
+and the solve time.
+
+ws-pipelined's tables are floats from evaluate(), so times and waits within TIE_TOL (1e-6)
+of the optimum time count as ties (``lex_minimize(tie_tol=...)``; the exhaustive reference
+does the same): a part per million is far below what the model resolves, and without it a
+1e-8 difference from where a symmetric term binds (64x128 vs 128x64 for N = 192) decides
+instead of the tie-break.
+
+Solving is lexicographic OptSMT by linear search on one incremental ``SimpleSolver``
+(``lex_minimize``): find a model, assert objective < its value, repeat until unsat; keep
+objective == minimum and go to the next objective. The domain is finite, so each minimum
+is attained and exact. This is about twice as fast here as ``z3.Optimize`` with
+lexicographic priorities, and gives the same optima. Z3 runs single-threaded.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import z3
+
+from ..errors import UserError
+from ..hardware import GPU
+from ..params import ParamSet
+from ..problem import RASTERS, KernelConfig, Shape
+from .encode import CHOICE_VARS, MODEL_VARS, encode_text, encoding_size, skeleton
+from .evaluate import breakdown
+from .pipelined import TIE_TOL, pipelined_table
+from .space import (DEFAULT_MODEL, FIELDS, RASTER_CODE, check_family, check_model, class_key, consts,
+                    explain_unsat, search_space, shape_for)
+
+z3.set_param("parallel.enable", False)  # one core
+
+_Z: dict = {}
+
+
+def _zv(name: str):
+    """The z3 constant of an encoding variable (same name and sort as declared)."""
+    if not _Z:
+        for model_vars in (CHOICE_VARS,) + tuple(MODEL_VARS.values()):
+            for n, t in model_vars:
+                _Z[n] = {"Int": z3.Int, "Real": z3.Real, "Bool": z3.Bool}[t](n)
+    return _Z[name]
+
+
+def _val(model, e) -> Fraction:
+    x = model.eval(e, model_completion=True)
+    if z3.is_int_value(x):
+        return Fraction(x.as_long())
+    if z3.is_true(x):
+        return Fraction(1)
+    if z3.is_false(x):
+        return Fraction(0)
+    return Fraction(x.as_fraction())
+
+
+def lex_minimize(solver: z3.Solver, objectives: list, tie_tol: Fraction = Fraction(0),
+                 n_tol: int = 0) -> z3.ModelRef | None:
+    """Lexicographic minimization by OptSMT linear search: strengthen until unsat.
+
+    For each objective in turn: take the current model's value v, assert obj < v,
+    re-check; on unsat, v is the minimum (the domain is finite and every bound is
+    attained), and obj == v is kept for the next objective. None if unsatisfiable.
+    ``tie_tol``/``n_tol``: the first n_tol objectives keep obj <= v + tie_tol * |v0| (v0
+    the first objective's minimum) instead: values that close count as ties.
+    """
+    if solver.check() != z3.sat:
+        return None
+    m = solver.model()
+    scale = None
+    for n, obj in enumerate(objectives):
+        val = m.eval(obj, model_completion=True)
+        solver.push()
+        while True:
+            solver.add(obj < val)
+            if solver.check() != z3.sat:
+                break
+            m = solver.model()
+            val = m.eval(obj, model_completion=True)
+        solver.pop()
+        if scale is None:
+            scale = abs(_val(m, obj))
+        if n < n_tol and tie_tol:
+            solver.add(obj <= val + z3.RealVal(tie_tol * scale))
+            if n + 1 < len(objectives):
+                solver.check()  # the model for the next objective's start (sat: val itself is feasible)
+                m = solver.model()
+        else:
+            solver.add(obj == val)
+    return m
+
+
+def _decode(zm, family: str, dtype: str) -> KernelConfig:
+    def iv(n):
+        return zm.eval(_zv(n), model_completion=True).as_long()
+
+    return KernelConfig(
+        family=family, dtype=dtype, tile_m=iv("tm"), tile_n=iv("tn"), tile_k=iv("tk"), stages=iv("b"),
+        cluster_m=iv("cm"), cluster_n=iv("cn"),
+        persistent=bool(z3.is_true(zm.eval(_zv("pers"), model_completion=True))),
+        raster=RASTERS[iv("raster")],
+    )
+
+
+# ------------------------------------------------------------------ solutions
+
+
+@dataclass
+class RunnerUp:
+    config: KernelConfig
+    predicted_us: float
+    math_wait_us: float
+
+
+@dataclass
+class Solution:
+    shape: Shape
+    family: str
+    model: str
+    config: KernelConfig
+    predicted_us: float
+    math_wait_us: float
+    breakdown: dict
+    runner_up: RunnerUp | None
+    solve_s: float
+    runner_up_s: float
+    predicted_exact: Fraction = field(repr=False, default=Fraction(0))
+    wait_exact: Fraction = field(repr=False, default=Fraction(0))
+    n_configs: int = 0
+    n_classes: int = 0
+    n_assertions: int = 0
+    n_vars: int = 0
+    encoding: str = "symbolic"  # ws-pipelined: "tabled" where the decomposition did not reproduce evaluate()
+
+    def to_dict(self) -> dict:
+        c = self.config
+        out = {"m": self.shape.m, "n": self.shape.n, "k": self.shape.k, "dtype": c.dtype,
+               "family": self.family, "model": self.model,
+               **{f: getattr(c, f) for f in FIELDS},
+               "predicted_us": self.predicted_us, "math_wait_us": self.math_wait_us,
+               "breakdown": self.breakdown, "solve_s": self.solve_s,
+               "n_configs": self.n_configs, "n_classes": self.n_classes,
+               "n_assertions": self.n_assertions, "n_vars": self.n_vars,
+               "encoding": self.encoding}
+        r = self.runner_up
+        out["runner_up"] = None if r is None else {
+            **{f: getattr(r.config, f) for f in FIELDS}, "predicted_us": r.predicted_us,
+            "math_wait_us": r.math_wait_us}
+        return out
+
+
+# ------------------------------------------------------------------ solve
+
+
+def _check_fix(fix: dict | None) -> None:
+    if not fix:
+        return
+    bad = [k for k in fix if k not in FIELDS]
+    if bad:
+        raise UserError(f"cannot fix {', '.join(bad)}; fields: {', '.join(FIELDS)}")
+    if "raster" in fix and fix["raster"] not in RASTER_CODE:
+        raise UserError(f"raster {fix['raster']!r}: known orders are {', '.join(RASTERS)}")
+
+
+def _runner_up(solver, objectives: list, tol: dict, cls: int, family: str, dtype: str) -> tuple[RunnerUp | None, float]:
+    """The best configuration of another tile class than ``cls``, and its solve time."""
+    t1 = time.perf_counter()
+    ru = None
+    solver.push()
+    solver.add(_zv("cls") != cls)
+    zr = lex_minimize(solver, objectives, **tol)
+    if zr is not None:
+        ru = RunnerUp(_decode(zr, family, dtype), float(_val(zr, _zv("time"))), float(_val(zr, _zv("wait"))))
+    solver.pop()
+    return ru, time.perf_counter() - t1
+
+
+def solve(shape, family: str, gpu: GPU, params: ParamSet, model: str = DEFAULT_MODEL,
+          space: list[KernelConfig] | None = None, fix: dict | None = None,
+          runner_up: bool = True, wave_end: str = "ours", dtype: str | None = None) -> Solution:
+    """The Z3-optimal configuration of ``family`` for ``shape`` under ``model``.
+
+    ``shape``: a Shape (its dtype is the input dtype; simt always uses fp32) or (m, n, k).
+    ``space``: the configurations to choose from (default: the family's legal space on
+    ``gpu``). ``fix``: fields to pin, e.g. {"tile_m": 256, "stages": 4}; an impossible
+    request raises UserError naming the reason.
+    """
+    check_model(model)
+    check_family(family)
+    shp = shape_for(shape, family, dtype)
+    _check_fix(fix)
+    space = search_space(shp, family, gpu, space)
+    if not space:
+        raise UserError(explain_unsat(family, shp.dtype, gpu, fix))
+    t0 = time.perf_counter()
+    sk = skeleton(space, model, gpu.smem_per_block)
+    tab = pipelined_table(shp, space, params, sk.index) if model == "ws-pipelined" else None
+    lines = encode_text(consts(shp, family, gpu, params), sk, model, fix, wave_end, tab)
+    solver = z3.SimpleSolver()
+    solver.from_string("\n".join(lines))
+    objectives = [_zv("time"), _zv("wait")] + ([_zv("vol")] if model == "ws-pipelined" else []) + [_zv("rank")]
+    tol = dict(tie_tol=TIE_TOL, n_tol=2) if model == "ws-pipelined" else {}
+    solver.push()
+    zm = lex_minimize(solver, objectives, **tol)
+    solver.pop()
+    if zm is None:
+        raise UserError(explain_unsat(family, shp.dtype, gpu, fix))
+    cfg = _decode(zm, family, shp.dtype)
+    t_ex, w_ex = _val(zm, _zv("time")), _val(zm, _zv("wait"))
+    solve_s = time.perf_counter() - t0
+    ru, ru_s = None, 0.0
+    if runner_up and len(sk.classes) > 1:
+        ru, ru_s = _runner_up(solver, objectives, tol, sk.index[class_key(cfg)], family, shp.dtype)
+    bd = breakdown(cfg, shp, params, model, wave_end)
+    bd["math_wait_us"] = float(w_ex)
+    n_assert, n_vars = encoding_size(lines)
+    return Solution(shape=shp, family=family, model=model, config=cfg, predicted_us=float(t_ex),
+                    math_wait_us=float(w_ex), breakdown=bd, runner_up=ru, solve_s=solve_s,
+                    runner_up_s=ru_s, predicted_exact=t_ex, wait_exact=w_ex, n_configs=len(space),
+                    n_classes=len(sk.classes), n_assertions=n_assert, n_vars=n_vars,
+                    encoding="tabled" if tab is not None and not tab.symbolic else "symbolic")

@@ -1,0 +1,191 @@
+"""The optimizer's problem: which models it encodes, the configuration space of a family,
+the exact constants of one (shape, family, gpu, params), tile classes and the tie-break rank.
+
+Everything the optimizer computes is exact: float parameters enter as the rationals of
+their shortest decimal form (``Q``), so that Z3 and the exhaustive references decide ties
+identically.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ..errors import UserError
+from ..hardware import GPU
+from ..kernels.space import check_legal, legal_configs
+from ..models.common import ceil_div
+from ..params import ParamSet
+from ..problem import DTYPE_BYTES, FAMILIES, RASTERS, SCALE_FACTORS, KernelConfig, Shape, family_dtype, runs_on
+
+# The models the Z3 optimizer encodes; the CLI and the workflow default to DEFAULT_MODEL.
+MODELS = ("ws-stage", "ws-persistent", "ws-pipelined")
+DEFAULT_MODEL = "ws-pipelined"
+# The configuration fields a solution sets (and ``fix`` may pin).
+FIELDS = ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "persistent", "raster")
+# Raster order as the encoding's integer: 0 row, 1 column, 2 grouped.
+RASTER_CODE = {r: i for i, r in enumerate(RASTERS)}
+
+
+def Q(x) -> Fraction:
+    """Exact rational of a parameter: the float's shortest decimal form."""
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, (int, np.integer)):
+        return Fraction(int(x))
+    return Fraction(repr(float(x)))
+
+
+def check_model(model: str) -> None:
+    if model not in MODELS:
+        raise UserError(f"model {model!r}: the Z3 optimizer encodes {', '.join(MODELS)}")
+
+
+def check_family(family: str) -> None:
+    if family not in FAMILIES:
+        raise UserError(f"family {family!r}: known families are {', '.join(FAMILIES)}")
+
+
+def shape_for(shape, family: str, dtype: str | None) -> Shape:
+    """The Shape to solve: ``shape`` is a Shape or (m, n, k) (bf16); ``dtype`` overrides its
+    dtype; simt always computes in fp32."""
+    if isinstance(shape, Shape):
+        m, n, k, d = shape.m, shape.n, shape.k, shape.dtype
+    else:
+        m, n, k = shape
+        d = "bf16"
+    return Shape(int(m), int(n), int(k), family_dtype(family, dtype or d))
+
+
+# ------------------------------------------------------------------ exact constants
+
+
+@dataclass(frozen=True)
+class Consts:
+    """Exact per-run constants of one (shape, family, dtype, gpu, params); times in us,
+    bytes per element, rates per us."""
+
+    m: int
+    n: int
+    k: int
+    sms: int
+    in_b: Fraction
+    out_b: Fraction
+    sf: Fraction
+    t_init: Fraction
+    t_epi: Fraction
+    load_bw: Fraction
+    load_lat: Fraction
+    math_fl: Fraction
+    math_lat: Fraction
+    l2: Fraction
+    dram: Fraction
+
+
+def consts(shape: Shape, family: str, gpu: GPU, pset: ParamSet) -> Consts:
+    dtype = shape.dtype
+    p = pset.get(family, dtype)
+    sf = SCALE_FACTORS.get(dtype)
+    return Consts(
+        m=shape.m, n=shape.n, k=shape.k, sms=int(gpu.sms),
+        in_b=Q(DTYPE_BYTES[dtype]), out_b=Q(DTYPE_BYTES[dtype]),
+        sf=Q(sf[1]) / sf[0] if sf else Fraction(0),
+        t_init=Q(p.t_init_us), t_epi=Q(p.t_epilogue_us), load_bw=Q(p.load_bytes_per_us),
+        load_lat=Q(p.load_latency_us), math_fl=Q(p.math_flops_per_us),
+        math_lat=Q(p.math_latency_us), l2=Q(p.l2_hit_rate), dram=Q(gpu.dram_bytes_per_s) / 10**6,
+    )
+
+
+# ------------------------------------------------------------------ the configuration space
+
+_LEGAL: dict[tuple, tuple[KernelConfig, ...]] = {}
+
+
+def family_space(family: str, gpu: GPU, dtype: str) -> list[KernelConfig]:
+    """The legal space of ``family`` on ``gpu``, or a clear UserError if there is none."""
+    check_family(family)
+    if not runs_on(family, gpu):
+        why = check_legal(KernelConfig(family=family, dtype=dtype), gpu) or "not supported"
+        raise UserError(f"family {family} does not run on {gpu.slug} ({gpu.arch}): {why}")
+    key = (family, dtype, json.dumps(gpu.to_dict(), sort_keys=True, default=str))
+    if key not in _LEGAL:
+        try:
+            _LEGAL[key] = tuple(legal_configs(family, gpu, dtype))
+        except UserError:
+            raise
+        except Exception as err:  # e.g. a dtype the family has no kernel for
+            raise UserError(f"{family} on {gpu.slug}: no legal configurations for {dtype} ({err})") from None
+    return list(_LEGAL[key])
+
+
+def search_space(shape: Shape, family: str, gpu: GPU, space: list[KernelConfig] | None) -> list[KernelConfig]:
+    """The configurations solve() chooses from: the family's legal space, or the given
+    ``space`` restricted to the family and the shape's dtype."""
+    if space is None:
+        return family_space(family, gpu, shape.dtype)
+    if not runs_on(family, gpu):
+        raise UserError(f"family {family} does not run on {gpu.slug} ({gpu.arch})")
+    return [c for c in space if c.family == family and c.dtype == shape.dtype]
+
+
+def explain_unsat(family: str, dtype: str, gpu: GPU, fix: dict | None) -> str:
+    """Why no configuration satisfies the request (the legality rule that fails)."""
+    if fix:
+        try:
+            cfg = KernelConfig(family=family, dtype=dtype).replace(**fix)
+            if "stages" not in fix:
+                cfg = cfg.replace(stages=2 if family != "simt" else 1)
+            why = check_legal(cfg, gpu)
+        except UserError as err:
+            why = str(err)
+        spec = ", ".join(f"{k}={v}" for k, v in fix.items())
+        return (f"no legal {family} configuration on {gpu.slug} with {spec}"
+                + (f": {why}" if why else " (not in the searched space)"))
+    try:
+        why = check_legal(KernelConfig(family=family, dtype=dtype), gpu)
+    except UserError as err:
+        why = str(err)
+    return f"no legal {family} configuration on {gpu.slug} for {dtype}" + (f": {why}" if why else "")
+
+
+# ------------------------------------------------------------------ tile classes and the tie-break rank
+
+
+def class_key(c: KernelConfig) -> tuple[int, int, int, int, int]:
+    """The tile class (TM, TN, TK, CM, CN) of a configuration."""
+    return (c.tile_m, c.tile_n, c.tile_k, c.cluster_m, c.cluster_n)
+
+
+@dataclass(frozen=True)
+class RankParts:
+    """The tile classes of a space in ascending order, their index, the deepest pipeline and
+    the kernel the model describes (persistent for the persistent models)."""
+
+    classes: list
+    index: dict
+    bmax: int
+    pref: bool
+
+
+def rank_parts(space: list[KernelConfig], model: str) -> RankParts:
+    classes = sorted({class_key(c) for c in space})
+    return RankParts(classes=classes, index={k: i for i, k in enumerate(classes)},
+                     bmax=max(c.stages for c in space), pref=model != "ws-stage")
+
+
+def tie_rank(c: KernelConfig, rp: RankParts) -> int:
+    """Ties broken by: smallest tile class, deepest pipeline, the kernel the model
+    describes, raster row < column < grouped (the encoding's ``rank``)."""
+    pk = 0 if c.persistent == rp.pref else 1
+    return ((rp.index[class_key(c)] * (rp.bmax + 1) + (rp.bmax - c.stages)) * 2 + pk) * 3 + RASTER_CODE[c.raster]
+
+
+def padded_volume(shape: Shape, c: KernelConfig) -> int:
+    """The tiles' padded extent ceil(M/TM)*TM * ceil(N/TN)*TN * ceil(K/TK)*TK: the work the
+    kernel does (wgmma on whole tiles), of which M*N*K is useful (ws-pipelined's
+    ``padding_waste`` = 1 - M*N*K / this). ws-pipelined's tie-break after time and wait."""
+    return (ceil_div(shape.m, c.tile_m) * c.tile_m * ceil_div(shape.n, c.tile_n) * c.tile_n
+            * ceil_div(shape.k, c.tile_k) * c.tile_k)
