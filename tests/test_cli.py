@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from gemmperf.cli import main
+from gemmperf.app.cli import main
 
 
 def run(capsys, *argv):
