@@ -72,12 +72,11 @@ def test_heldout_never_enters_a_fit(monkeypatch):
         return real(rows, *args, **kw)
 
     monkeypatch.setattr(C, "fit_constants", spy)
-    shipped = {}
     acc, preds = A.evaluate_accuracy(meas, PS, heldout="llm", models=["sol", "ws-pipelined"], n_splits=3,
-                                     ablations=False, progress=lambda s: None, shipped=shipped)
+                                     ablations=False, progress=lambda s: None)
     assert len(fitted_on) == 3 + 1
-    # the fit on every development row is handed back (the CLI writes its correction, no refit)
-    assert shipped["correction"] is not None and fitted_on[-1] == set(A.shape_id(A.split_rows(meas, "llm")[0]))
+    # the held-out list is scored by the fit on every development row
+    assert fitted_on[-1] == set(A.shape_id(A.split_rows(meas, "llm")[0]))
     for shapes in fitted_on:
         assert not shapes & held_shapes
     for name in ("ws-pipelined+fit", "ws-pipelined+fit+residual", "sol"):
@@ -113,3 +112,20 @@ def test_fits_do_not_depend_on_the_order_of_the_rows():
     pa = ca(W.predict(meas, fa))["corrected_us"].to_numpy()
     pb = cb(W.predict(meas, fb))["corrected_us"].to_numpy()
     np.testing.assert_array_equal(pa, pb)
+
+
+def test_fit_step_equals_the_heldout_scoring_fit():
+    # `gemmperf fit` writes params.json and correction.json from fit_shipped; they are the
+    # fit that scores the held-out list (where the correction came from before), bit for bit
+    meas = synthetic()
+    acc, preds = A.evaluate_accuracy(meas, PS, heldout="llm", models=["sol"], n_splits=3, ablations=False,
+                                     progress=lambda s: None)
+    fitted, corr, _ = A.fit_shipped(meas, PS, "llm", residual=True)
+    _, held = A.split_rows(meas, "llm")
+    mine = corr(W.predict(held, fitted))
+    for model, col in (("ws-pipelined+fit", "predicted_us"), ("ws-pipelined+fit+residual", "corrected_us")):
+        scored = preds.filter((pl.col("model") == model) & (pl.col("split") == "heldout"))
+        np.testing.assert_array_equal(scored["predicted_us"].to_numpy(), mine[col].to_numpy())
+    # without the correction the constants are the same
+    alone, none, _ = A.fit_shipped(meas, PS, "llm", residual=False)
+    assert none is None and alone.to_dict() == fitted.to_dict()

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from gemmperf.cli import main
+from gemmperf.app.cli import main
 
 
 def run(capsys, *argv):
@@ -64,3 +64,78 @@ def test_simulate_outputs_every_event(capsys):
 def test_gpus_lists_catalog(capsys):
     code, out, _ = run(capsys, "gpus")
     assert code == 0 and "h100-sxm5-80gb" in out and "rtx-a6000" in out
+
+
+# ------------------------------------------------------------ the fit step writes both files
+
+
+def test_fit_writes_params_and_correction_from_one_fit(capsys, tmp_path):
+    import itertools
+
+    import polars as pl
+
+    from gemmperf.fit import accuracy as A
+    from gemmperf.hardware import CATALOG
+    from gemmperf.params import ParamSet
+
+    ps = ParamSet(CATALOG["h100-sxm5-80gb"])
+    cfgs = pl.DataFrame([{"tile_m": tm, "tile_n": tn, "persistent": p}
+                         for tm, tn, p in itertools.product([64, 128], [128, 256], [False, True])])
+    paths = []
+    for name, seed, shapes in (("dev", 1, itertools.product([512, 4096], [1024, 8192], [512, 4096])),
+                               ("llm", 2, [(1024, 8192, 4096), (2048, 2048, 2048)])):
+        path = tmp_path / f"{name}.csv"
+        A.synthetic_measurements(ps, list(shapes), cfgs, seed=seed).write_csv(path)
+        paths.append(str(path))
+    out, corr = tmp_path / "params.json", tmp_path / "correction.json"
+    code, _, err = run(capsys, "fit", "--gpu", "h100-sxm5-80gb", "--measurements", *paths, "--heldout", "llm",
+                       "--families", "ws-hopper", "--out", str(out), "--correction-out", str(corr))
+    assert code == 0, err
+    from gemmperf.app.fit import read_measurements
+
+    fitted, correction, _ = A.fit_shipped(read_measurements(paths), ps, "llm", residual=True)
+    assert json.loads(out.read_text()) == fitted.to_dict()
+    assert json.loads(corr.read_text()) == correction.to_dict()
+
+
+# ------------------------------------------------------------ stage hashes from imports
+
+
+def test_every_module_a_stage_imports_is_hashed():
+    # the ast closure of each command's entry module must cover what importing it loads
+    import subprocess
+    import sys
+
+    from gemmperf.app import stagehash
+    from gemmperf.app.cli import COMMANDS, entry_module
+
+    probe = ("import importlib, json, sys; importlib.import_module(sys.argv[1]); "
+             "print(json.dumps(sorted(m for m in sys.modules if m == 'gemmperf' or m.startswith('gemmperf.'))))")
+    for module in dict.fromkeys(entry_module(c) for c in COMMANDS):
+        command = next(c for c in COMMANDS if entry_module(c) == module)
+        out = subprocess.run([sys.executable, "-c", probe, module], capture_output=True, text=True, check=True)
+        loaded = set(json.loads(out.stdout))
+        missing = loaded - stagehash.stage_modules(command)
+        assert not missing, f"{command}: imports {sorted(missing)} but they are not hashed"
+
+
+def test_stage_hash_follows_the_imports(tmp_path):
+    import shutil
+
+    from gemmperf.app import stagehash
+
+    root = tmp_path / "gemmperf"
+    shutil.copytree(stagehash.PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    before = {s: stagehash.code_hash(s, root) for s in ("merge", "collect", "predict", "report", "fit")}
+    with (root / "bench" / "merge.py").open("a") as fh:
+        fh.write("\n# an edit\n")
+    stagehash.code_hash.cache_clear()
+    after = {s: stagehash.code_hash(s, root) for s in before}
+    assert [s for s in before if before[s] != after[s]] == ["merge"]
+    (root / "kernels" / "extra.cuh").write_text("// a kernel source\n")  # data file of a hashed package
+    stagehash.code_hash.cache_clear()
+    again = {s: stagehash.code_hash(s, root) for s in before}
+    uses_kernels = {s for s in before if "gemmperf.kernels" in stagehash.stage_modules(s, root)}
+    assert {s for s in before if after[s] != again[s]} == uses_kernels
+    assert {"collect", "predict"} <= uses_kernels and "merge" not in uses_kernels
+    assert "gemmperf.kernels.space" in stagehash.stage_modules("predict", root)  # legality decides the configs

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gemmperf import gpuslot
+from gemmperf.app import gpuslot
 from gemmperf.errors import UserError
 
 RECORD = (

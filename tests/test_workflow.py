@@ -66,7 +66,8 @@ def test_workflow_runs_to_the_end_then_has_nothing_to_do(small_workflow, repo_ro
         assert any(n.endswith(f"/{page}.html") for n in names), (page, names[:20])
 
 
-def test_changed_model_parameter_reruns_predictions_not_hardware(small_workflow, repo_root):
+def test_changed_model_parameter_reruns_the_model_stages_not_hardware(small_workflow, repo_root):
+    # model_params apply to every stage that runs a model (fit included), never to hardware
     assert snakemake(repo_root, small_workflow).returncode == 0
     cfg = yaml.safe_load((small_workflow / "test-config.yaml").read_text())
     cfg["model_params"] = {"l2_hit_rate": 0.3}
@@ -74,8 +75,8 @@ def test_changed_model_parameter_reruns_predictions_not_hardware(small_workflow,
     dry = snakemake(repo_root, small_workflow, "-n", "--quiet", "rules")
     out = dry.stdout + dry.stderr
     assert dry.returncode == 0, out[-2000:]
-    assert "predict" in out and "report" in out
-    assert "hardware" not in out and "fit" not in out
+    assert "predict" in out and "report" in out and "optimize" in out and "fit" in out
+    assert "hardware" not in out
 
 
 def test_bad_config_value_is_one_clear_error(small_workflow, repo_root):

@@ -1,15 +1,23 @@
+import json
 from pathlib import Path
 
 from snakemake.utils import validate
 
-from gemmperf.codehash import code_hash
-from gemmperf.plan import make_plan
+from gemmperf.app.plan import make_plan
+from gemmperf.app.stagehash import code_hash
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 
 PLAN = make_plan(config)
 GPUS = list(PLAN.gpus)
 TESTLISTS = config["testlists"]
+# GPUs whose fit also writes the residual correction (they have measurements)
+CORRECTED_GPUS = [
+    g for g in GPUS if config["residual"] and PLAN.gpus[g].testlists_measured
+]
+# config model_params as the CLI's overrides, for every stage that runs a model; the
+# names and values are validated by the schema
+SET_PARAMS = " ".join(f"--set {k}={v}" for k, v in config["model_params"].items())
 
 
 onstart:
@@ -22,8 +30,8 @@ wildcard_constraints:
 
 
 def code_version(stage):
-    """A hash of the gemmperf files ``stage`` runs: put it in a rule's params so that
-    editing the library reruns that stage (gemmperf.codehash.STAGE_CODE)."""
+    """A hash of the gemmperf files the command ``stage`` imports: put it in a rule's
+    params so that editing them reruns that stage (gemmperf.app.stagehash)."""
     return code_hash(stage)
 
 
@@ -94,6 +102,11 @@ def kernel_speed(wildcards):
         if wildcards.gpu.startswith(path.stem.removeprefix("kernel_speed_")):
             return str(path)
     return []
+
+
+def identity_json(wildcards):
+    """The plan's identity of the GPU, for `gemmperf hardware --expect-identity`."""
+    return json.dumps(gpu_plan(wildcards).identity)
 
 
 def if_measured(path):

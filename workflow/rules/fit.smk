@@ -1,61 +1,79 @@
+# One fit per GPU: the microbenchmark parameters, ws-pipelined's constants on every
+# development row and, for GPUs with measurements (CORRECTED_GPUS), the residual
+# correction from the same in-memory fit. GPUs without measurements get params only.
 rule fit:
     output:
-        "results/{gpu}/params.json",
+        params="results/{gpu}/params.json",
+        correction="results/{gpu}/correction.json",
     input:
         hardware="results/{gpu}/hardware.json",
         microbench=microbench,
         measurements=all_measurements,
+    wildcard_constraints:
+        gpu="|".join(CORRECTED_GPUS) or "(?!)",
     params:
         families=",".join(config["families"]),
         dtype=config["dtype"],
         heldout=config["heldout_testlist"],
-        microbench=lambda w, input: (
-            f"--microbench {input.microbench}" if input.microbench else ""
-        ),
+        overrides=SET_PARAMS,
         code=code_version("fit"),
-        measurements=lambda w, input: (
-            f"--measurements {' '.join(input.measurements)}"
-            if input.measurements
-            else ""
-        ),
     log:
         "logs/{gpu}/fit.log",
     shell:
-        "gemmperf fit --gpu {input.hardware} {params.microbench} {params.measurements}"
-        " --heldout {params.heldout} --families {params.families} --dtype {params.dtype}"
-        " --out {output} > {log} 2>&1"
+        "gemmperf fit --gpu {input.hardware} --microbench {input.microbench}"
+        " --measurements {input.measurements} --heldout {params.heldout}"
+        " --families {params.families} --dtype {params.dtype} {params.overrides}"
+        " --out {output.params} --correction-out {output.correction} > {log} 2>&1"
 
 
-# Out-of-sample accuracy (grouped CV by shape + the held-out testlist) and, when the
-# config asks for it, the residual correction fitted on every development row.
+rule fit_params:
+    output:
+        params="results/{gpu}/params.json",
+    input:
+        hardware="results/{gpu}/hardware.json",
+        microbench=microbench,
+        measurements=all_measurements,
+    wildcard_constraints:
+        gpu="|".join(g for g in GPUS if g not in CORRECTED_GPUS) or "(?!)",
+    params:
+        families=",".join(config["families"]),
+        dtype=config["dtype"],
+        heldout=config["heldout_testlist"],
+        overrides=SET_PARAMS,
+        code=code_version("fit"),
+    log:
+        "logs/{gpu}/fit.log",
+    shell:
+        "gemmperf fit --gpu {input.hardware} --microbench {input.microbench}"
+        " --measurements {input.measurements} --heldout {params.heldout}"
+        " --families {params.families} --dtype {params.dtype} {params.overrides}"
+        " --out {output.params} > {log} 2>&1"
+
+
+# Out-of-sample accuracy (grouped CV by shape + the held-out testlist); scores only.
+# The per-fold fits run on {threads} worker processes.
 rule accuracy:
     output:
         accuracy="results/{gpu}/accuracy.json",
         table="results/{gpu}/accuracy.csv",
         predictions="results/{gpu}/out_of_sample.parquet",
-        correction="results/{gpu}/correction.json" if config["residual"] else [],
     input:
         hardware="results/{gpu}/hardware.json",
         microbench=microbench,
         measurements=all_measurements,
+    threads: workflow.cores
     params:
         families=",".join(config["families"]),
         dtype=config["dtype"],
         heldout=config["heldout_testlist"],
-        microbench=lambda w, input: (
-            f"--microbench {input.microbench}" if input.microbench else ""
-        ),
+        residual="" if config["residual"] else "--no-residual",
+        overrides=SET_PARAMS,
         code=code_version("accuracy"),
-        residual=(
-            "--correction-out results/{gpu}/correction.json"
-            if config["residual"]
-            else "--no-residual"
-        ),
     log:
         "logs/{gpu}/accuracy.log",
     shell:
-        "gemmperf accuracy --gpu {input.hardware} {params.microbench}"
+        "gemmperf accuracy --gpu {input.hardware} --microbench {input.microbench}"
         " --measurements {input.measurements} --heldout {params.heldout}"
         " --families {params.families} --dtype {params.dtype} {params.residual}"
-        " --out {output.accuracy} --table {output.table} --predictions {output.predictions}"
-        " > {log} 2>&1"
+        " {params.overrides} --jobs {threads} --out {output.accuracy}"
+        " --table {output.table} --predictions {output.predictions} > {log} 2>&1"

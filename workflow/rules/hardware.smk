@@ -1,7 +1,7 @@
 # The descriptor's identity (name, driver, SMs, maximum clocks, memory, L2: see
-# gemmperf.plan.IDENTITY_FIELDS) is a param, so a new driver or a different card under
-# the same slug reruns hardware and everything measured after it; the clocks a card
-# happens to run at are not part of it.
+# gemmperf.app.plan.IDENTITY_FIELDS) is a param, so a new driver or a different card
+# under the same slug reruns hardware and everything measured after it; the clocks a
+# card happens to run at are not part of it.
 rule hardware:
     input:
         shipped=lambda w: (
@@ -13,6 +13,9 @@ rule hardware:
         "logs/{gpu}/hardware.log",
     params:
         source=lambda w: gpu_plan(w).source,
-        identity=lambda w: gpu_plan(w).identity,
-    script:
-        "../scripts/hardware.py"
+        identity=identity_json,
+        code=code_version("hardware"),
+    shell:
+        "gemmperf hardware --source {params.source} --gpu {wildcards.gpu}"
+        " --shipped {input.shipped:q} --expect-identity {params.identity:q}"
+        " --out {output} > {log} 2>&1"

@@ -62,5 +62,5 @@ rule merge_shards:
         "logs/{gpu}/merge/{testlist}.log",
     params:
         code=code_version("merge"),
-    script:
-        "../scripts/merge_shards.py"
+    shell:
+        "gemmperf merge {input} --out {output} > {log} 2>&1"

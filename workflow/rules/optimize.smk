@@ -10,10 +10,13 @@ rule optimize:
         measurements=measurements,
     params:
         model=config["optimize"]["model"],
-        families=config["families"],
-        overrides=config["model_params"],
+        families=",".join(config["families"]),
+        overrides=SET_PARAMS,
         code=code_version("optimize"),
     log:
         "logs/{gpu}/optimize/{testlist}.log",
-    script:
-        "../scripts/optimize.py"
+    shell:
+        "gemmperf optimize --gpu {input.hardware} --params {input.params}"
+        " --testlist {input.testlist} --measurements {input.measurements}"
+        " --family {params.families} --model {params.model} {params.overrides}"
+        " --out {output} > {log} 2>&1"

@@ -1,3 +1,5 @@
+# Every model on every configuration: the measured ones when there are measurements,
+# else every legal configuration of the families; plus the corrected ws-pipelined.
 rule predict:
     output:
         "results/{gpu}/predictions/{testlist}.parquet",
@@ -7,17 +9,19 @@ rule predict:
         testlist=testlist_path,
         measurements=measurements,
         correction=lambda w: (
-            f"results/{w.gpu}/correction.json"
-            if config["residual"] and gpu_plan(w).testlists_measured
-            else []
+            f"results/{w.gpu}/correction.json" if w.gpu in CORRECTED_GPUS else []
         ),
     params:
-        models=config["models"],
-        overrides=config["model_params"],
-        families=config["families"],
+        models=",".join(config["models"]),
+        families=",".join(config["families"]),
         dtype=config["dtype"],
+        overrides=SET_PARAMS,
         code=code_version("predict"),
     log:
         "logs/{gpu}/predict/{testlist}.log",
-    script:
-        "../scripts/predict.py"
+    shell:
+        "gemmperf predict --gpu {input.hardware} --params {input.params}"
+        " --testlist {input.testlist} --input {input.measurements}"
+        " --correction {input.correction} --model {params.models}"
+        " --families {params.families} --dtype {params.dtype} {params.overrides}"
+        " --output {output} > {log} 2>&1"

@@ -59,16 +59,25 @@ rule report:
             else []
         ),
     params:
-        testlists=TESTLISTS,
+        testlists=",".join(TESTLISTS),
         source=lambda w: gpu_plan(w).source,
         note=data_note,
-        skipped=lambda w: gpu_plan(w).skipped,
+        skipped=lambda w: json.dumps(gpu_plan(w).skipped),
         heldout=config["heldout_testlist"],
+        overrides=SET_PARAMS,
         code=code_version("report"),
     log:
         "logs/{gpu}/report.log",
-    script:
-        "../scripts/report.py"
+    shell:
+        "gemmperf report --hardware {input.hardware} --params {input.params}"
+        " --testlists {params.testlists} --predictions {input.predictions}"
+        " --tilings {input.tilings} --source {params.source} --note {params.note:q}"
+        " --skipped {params.skipped:q} --heldout {params.heldout}"
+        " --accuracy {input.accuracy} --out-of-sample {input.out_of_sample}"
+        " --microbench {input.microbench} --kernel-speed {input.kernel_speed}"
+        " --shipped-readme {input.shipped_readme} {params.overrides}"
+        " --out-dir results/{wildcards.gpu}/report"
+        " --images-dir results/{wildcards.gpu}/report/img > {log} 2>&1"
 
 
 rule index:
@@ -77,8 +86,10 @@ rule index:
     input:
         summaries=expand("results/{gpu}/report/summary.json", gpu=GPUS),
     params:
-        gpus=GPUS,
+        gpus=",".join(GPUS),
+        code=code_version("index"),
     log:
         "logs/index.log",
-    script:
-        "../scripts/index.py"
+    shell:
+        "gemmperf index --gpus {params.gpus} --summaries {input.summaries}"
+        " --out {output} > {log} 2>&1"

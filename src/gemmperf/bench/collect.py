@@ -1,16 +1,19 @@
 """The collect stage: a testlist's problems x each family's configurations, measured.
 
-Standard library only here; the worker's Measurer brings numpy and cuda-python.
+Standard library, numpy and cuda-python only (the GPU machine has no polars).
 """
 
 from __future__ import annotations
 
-import argparse
+from functools import partial
 from pathlib import Path
 
 from ..errors import UserError
-from ..problem import FAMILIES, KernelConfig, Shape, family_dtype, read_testlist, runs_on, shard
-from .sweep import run_sweep
+from ..kernels.space import default_sweep, legal_configs
+from ..problem import KernelConfig, Shape, family_dtype, read_testlist, runs_on, shard
+from .device import identity
+from .measure import Measurer
+from .sweep import done_keys, run_sweep, task_key
 
 PRESETS = ("default", "medium", "paper", "small")
 
@@ -26,8 +29,6 @@ def sweep_configs(family: str, gpu, dtype: str, preset: str = "default") -> list
         as ``small``.
     small: a handful per family, for quick checks and big shapes.
     """
-    from ..kernels.space import default_sweep, legal_configs
-
     if preset == "default":
         return default_sweep(family, gpu, dtype)
     configs = legal_configs(family, gpu, dtype)
@@ -67,65 +68,19 @@ def tasks_for(shapes: list[Shape], gpu, families: list[str], dtype: str, preset:
     return tasks
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("collect", help="measure a testlist's configurations on the local GPU (appends, resumes)")
-    p.add_argument("--testlist", required=True, help="testlist CSV (m,n,k[,dtype])")
-    p.add_argument("--out", required=True, help="measurement CSV (appended; rerun to resume)")
-    p.add_argument("--gpu", default="auto", help="hardware.json of this GPU, or auto (probe)")
-    p.add_argument("--families", default=",".join(FAMILIES), help="comma-separated kernel families")
-    p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"), help="tensor-core input dtype")
-    p.add_argument("--preset", default="default", choices=PRESETS, help="which configurations per problem")
-    p.add_argument("--shard", default="0/1", help="i/n: measure the i-th of n shards (0-based)")
-    p.add_argument("--warm-l2", action="store_true", help="reuse one copy of A and B (L2 may serve them)")
-    p.add_argument("--rel-spread", type=float, default=0.02, help="stop repeating under this relative spread")
-    p.add_argument("--max-seconds", type=float, default=2.0, help="time cap per configuration's timing")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds before a configuration is a timeout")
-    p.add_argument("--limit", type=int, default=0, help="measure at most this many pending configurations")
-    p.set_defaults(func=cmd_collect)
+def run_collect(gpu, testlist, out, families: list[str], dtype: str, preset: str = "default",
+                shard_of: tuple[int, int] = (0, 1), warm_l2: bool = False, rel_spread: float = 0.02,
+                max_seconds: float = 2.0, timeout_s: float = 120.0, limit: int = 0) -> tuple[dict, int]:
+    """Measure shard ``shard_of`` = (i, n) of a testlist into ``out`` (appends, resumes).
 
-
-def _shard(text: str) -> tuple[int, int]:
-    try:
-        i, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise UserError(f"--shard {text!r}: expected i/n, e.g. 0/4") from None
-    if not 0 <= i < n:
-        raise UserError(f"--shard {text!r}: need 0 <= i < n")
-    return i, n
-
-
-def cmd_collect(a) -> int:
-    from ..cli import resolve_gpu
-    from .device import identity
-
-    gpu = resolve_gpu(a.gpu)
-    families = [f.strip() for f in a.families.split(",") if f.strip()]
-    unknown = [f for f in families if f not in FAMILIES]
-    if unknown:
-        raise UserError(f"--families: unknown {', '.join(unknown)}; known: {', '.join(FAMILIES)}")
-    i, n = _shard(a.shard)
-    shapes = shard(read_testlist(a.testlist, a.dtype), i, n)
-    tasks = tasks_for(shapes, gpu, families, a.dtype, a.preset)
-    if a.limit:
-        from .sweep import done_keys, task_key
-
-        seen = done_keys(Path(a.out))
-        tasks = [t for t in tasks if task_key(t) not in seen][: a.limit]
-    settings = dict(warm_l2=a.warm_l2, rel_spread=a.rel_spread, max_seconds=a.max_seconds)
-
-    from functools import partial
-
-    from .measure import Measurer
-
-    factory = partial(Measurer, gpu, **settings)  # built in the worker process
-
-    context = {**identity(gpu), "warm_l2": a.warm_l2}
-    counts = run_sweep(tasks, a.out, factory, timeout_s=a.timeout, context=context)
-    print(f"{a.out}: {sum(counts.values())} measured now ({counts}); {len(tasks)} in this shard")
-    return 0
-
-
-def main_args(argv=None):  # for python -m gemmperf.bench.collect on GPU machines
-    parser = argparse.ArgumentParser(prog="gemmperf collect")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    return parser.parse_args(["collect", *(argv or [])])
+    Returns (status counts of the rows measured now, tasks in this shard)."""
+    i, n = shard_of
+    shapes = shard(read_testlist(testlist, dtype), i, n)
+    tasks = tasks_for(shapes, gpu, families, dtype, preset)
+    if limit:
+        seen = done_keys(Path(out))
+        tasks = [t for t in tasks if task_key(t) not in seen][:limit]
+    factory = partial(Measurer, gpu, warm_l2=warm_l2, rel_spread=rel_spread, max_seconds=max_seconds)
+    context = {**identity(gpu), "warm_l2": warm_l2}
+    counts = run_sweep(tasks, out, factory, timeout_s=timeout_s, context=context)
+    return counts, len(tasks)

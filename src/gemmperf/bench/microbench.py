@@ -19,9 +19,16 @@ import math
 from functools import partial
 from pathlib import Path
 
+from cuda.bindings import driver as cu
+
 from ..errors import UserError
-from ..problem import DTYPE_BYTES, FAMILIES, family_dtype, runs_on
+from ..kernels.launch import DeviceBuffer, ensure_context
+from ..kernels.space import check_legal
+from ..problem import DTYPE_BYTES, KernelConfig, family_dtype, runs_on
+from .device import identity
+from .measure import Measurer
 from .sweep import run_sweep
+from .timing import check, time_kernel
 
 KINDS = {"empty": "init", "epilogue-only": "epilogue", "load-only": "load", "math-only": "math"}
 K_STAGES = (2, 8, 32, 128)
@@ -34,9 +41,6 @@ EXTRA_COLUMNS = ("kind", "k_stages", "ctas", "bytes", "flops")
 
 
 def microbench_tasks(gpu, families: list[str], dtype: str) -> list[dict]:
-    from ..kernels.space import check_legal
-    from ..problem import KernelConfig
-
     tasks = []
     for family in families:
         if not runs_on(family, gpu):
@@ -55,11 +59,6 @@ def microbench_tasks(gpu, families: list[str], dtype: str) -> list[dict]:
 
 def bandwidth_rows(gpu) -> list[dict]:
     """DRAM and L2 copy bandwidth with cuMemcpyDtoDAsync, timed with events."""
-    from cuda.bindings import driver as cu
-
-    from ..kernels.launch import DeviceBuffer, ensure_context
-    from .timing import check, time_kernel
-
     ensure_context(0)
     stream = check(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value))
     rows = []
@@ -77,9 +76,6 @@ def bandwidth_rows(gpu) -> list[dict]:
 
 def run_microbench(gpu, out: str | Path, families: list[str], dtype: str, timeout_s: float = 120.0) -> int:
     """Measure everything into ``out`` (kernel rows resume like a sweep)."""
-    from .device import identity
-    from .measure import Measurer
-
     out = Path(out)
     raw = out.with_suffix(".raw.csv")
     tasks = microbench_tasks(gpu, families, dtype)
@@ -102,22 +98,3 @@ def run_microbench(gpu, out: str | Path, families: list[str], dtype: str, timeou
         w.writerows(rows)
     tmp.replace(out)
     return len(rows)
-
-
-def add_parser(sub) -> None:
-    p = sub.add_parser("microbench", help="T_INIT, T_EPILOGUE, load/math throughput and latency, DRAM and L2 bandwidth")
-    p.add_argument("--out", required=True, help="microbenchmark CSV")
-    p.add_argument("--gpu", default="auto", help="hardware.json of this GPU, or auto (probe)")
-    p.add_argument("--families", default=",".join(FAMILIES))
-    p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
-    p.set_defaults(func=cmd_microbench)
-
-
-def cmd_microbench(a) -> int:
-    from ..cli import resolve_gpu
-
-    gpu = resolve_gpu(a.gpu)
-    families = [f.strip() for f in a.families.split(",") if f.strip()]
-    n = run_microbench(gpu, a.out, families, a.dtype)
-    print(f"wrote {n} microbenchmark rows to {a.out}")
-    return 0

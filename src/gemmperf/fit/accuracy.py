@@ -216,20 +216,18 @@ def _run_tasks(tasks, jobs: int):
 
 def evaluate_accuracy(measurements: dict[str, pl.DataFrame], pset: ParamSet, heldout: str | None = None,
                       models=None, n_splits: int = 5, residual: bool = True, ablations: bool = True,
-                      progress=print, shipped: dict | None = None, jobs: int = 1) -> tuple[dict, pl.DataFrame]:
+                      progress=print, jobs: int = 1) -> tuple[dict, pl.DataFrame]:
     """(accuracy dict, out-of-sample predictions of every row by every model).
 
-    ``shipped``: a dict that receives the fit on every development row (what
-    ``fit_shipped`` returns: "params", "correction", "report") when the held-out list is
-    scored, so callers need not fit it again. ``jobs``: worker processes for the
-    (variant, fold) fits (1: all in this process; the figures do not depend on it)."""
+    ``jobs``: worker processes for the (variant, fold) fits (1: all in this process; the
+    figures do not depend on it). The parameters and correction the later stages use
+    come from ``fit_shipped`` (the fit step), never from here."""
     with single_thread_blas():
         return _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, ablations, progress,
-                                  shipped, jobs)
+                                  jobs)
 
 
-def _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, ablations, progress, shipped,
-                       jobs):
+def _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, ablations, progress, jobs):
     dev, held = split_rows(measurements, heldout)
     if dev.height == 0:
         raise UserError("no development measurements (all rows are held out or invalid)")
@@ -274,9 +272,7 @@ def _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, 
         if with_resid:
             record(RESID, "cv", oof, col="corrected_us", folds=k)
         if held.height:
-            p, fitted, corr, report = next(results)
-            if opts is None and shipped is not None:
-                shipped.update(params=fitted, correction=corr, report=report)
+            p = next(results)[0]
             record(name, "heldout", p, folds=0)
             if with_resid:
                 record(RESID, "heldout", p, col="corrected_us", folds=0)

@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from .errors import UserError
+from ..errors import UserError
 
 DEFAULT_SLOTS = ".snakemake/gpu-slots"
 STALE_GRACE_S = 10.0  # a slot folder without an owner file is young, not stale, this long
@@ -166,7 +166,7 @@ def run_on_slot(cmd: list[str], pool: list[str], slots: str | Path, timeout_s: f
         slot.release()
 
 
-def add_parser(sub) -> None:
+def add_parsers(sub) -> None:
     p = sub.add_parser(
         "gpu-slot",
         help="run a command on one free GPU of this node (sets CUDA_VISIBLE_DEVICES)",

@@ -1,11 +1,14 @@
-"""``gemmperf fit`` and ``gemmperf accuracy`` (registered by ``add_parser``).
+"""``gemmperf fit`` and ``gemmperf accuracy``.
 
-fit:      microbench CSV (+ measurement CSVs) -> params.json (+ correction.json)
+fit:      microbench CSV (+ measurement CSVs) -> params.json (+ correction.json), both
+          from one fit on every development row
 accuracy: microbench CSV + measurement CSVs -> accuracy.json, accuracy table, out-of-sample
-          predictions (+ correction.json fitted on all development rows)
+          predictions (scores only; writes no parameters)
 
 A measurement CSV's testlist is its file stem (results/<gpu>/measurements/llm.csv -> llm).
-The held-out testlist (--heldout) never enters any fit, in either command.
+The held-out testlist (--heldout) never enters any fit, in either command. ``--set``
+overrides hold a parameter at a value in every fit and prediction (params.json keeps
+the fitted entries; the overrides are applied again by every later stage).
 """
 
 from __future__ import annotations
@@ -14,14 +17,20 @@ import json
 import sys
 from pathlib import Path
 
+import polars as pl
+
 from ..errors import UserError
+from ..fit.accuracy import available_cores, evaluate_accuracy, fit_shipped, table
+from ..fit.params import default_paramset, fit_paramset
+from ..params import ParamSet
+from .modelparams import add_set_flag, parse_overrides
+from .resolve import parse_families, resolve_gpu, write_text
 
 FAMILIES_DEFAULT = "ws-hopper,ws-ampere,simt"
 
 
-def _read_measurements(paths) -> dict:
-    import polars as pl
-
+def read_measurements(paths) -> dict[str, pl.DataFrame]:
+    """Measurement CSVs by testlist (the file stem), with the columns every fit needs."""
     out = {}
     for p in paths or []:
         path = Path(p)
@@ -40,32 +49,27 @@ def _read_measurements(paths) -> dict:
     return out
 
 
-def _base_params(a):
-    """Microbenchmark-fitted parameters (descriptor defaults where there are none)."""
-    from ..cli import resolve_gpu
-    from .params import default_paramset, fit_paramset
-
+def base_params(a) -> ParamSet:
+    """Microbenchmark-fitted parameters (descriptor defaults where there are none), with
+    the ``--set`` overrides."""
     gpu = resolve_gpu(a.gpu)
-    families = [f.strip() for f in a.families.split(",") if f.strip()]
+    families = parse_families(a.families)
     if a.microbench:
         if not Path(a.microbench).is_file():
             raise UserError(f"{a.microbench}: microbenchmark file not found")
-        return fit_paramset(gpu, a.microbench, families, a.dtype)
-    print("no --microbench: starting from descriptor defaults", file=sys.stderr)
-    return default_paramset(gpu, families, a.dtype)
-
-
-def _write(path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+        pset = fit_paramset(gpu, a.microbench, families, a.dtype)
+    else:
+        print("no --microbench: starting from descriptor defaults", file=sys.stderr)
+        pset = default_paramset(gpu, families, a.dtype)
+    pset.overrides.update(parse_overrides(a.set))
+    return pset
 
 
 def cmd_fit(a) -> int:
-    from .accuracy import fit_shipped
-
-    pset = _base_params(a)
-    meas = _read_measurements(a.measurements)
+    pset = base_params(a)
+    meas = read_measurements(a.measurements)
+    if a.correction_out and not meas:
+        raise UserError("fit --correction-out: the correction needs --measurements")
     if meas:
         pset, corr, report = fit_shipped(meas, pset, a.heldout, residual=bool(a.correction_out))
         for key, r in report.items():
@@ -80,19 +84,16 @@ def cmd_fit(a) -> int:
 
 
 def cmd_accuracy(a) -> int:
-    from .accuracy import available_cores, evaluate_accuracy, fit_shipped, table
-
-    pset = _base_params(a)
-    meas = _read_measurements(a.measurements)
+    pset = base_params(a)
+    meas = read_measurements(a.measurements)
     if not meas:
         raise UserError("accuracy: give --measurements CSV files")
     models = [m.strip() for m in a.models.split(",")] if a.models else None
-    shipped: dict = {}
     acc, preds = evaluate_accuracy(meas, pset, heldout=a.heldout, models=models, n_splits=a.folds,
                                    residual=not a.no_residual, ablations=not a.no_ablations,
-                                   progress=lambda s: print(s, file=sys.stderr), shipped=shipped,
+                                   progress=lambda s: print(s, file=sys.stderr),
                                    jobs=a.jobs if a.jobs > 0 else available_cores())
-    _write(a.out, json.dumps(acc, indent=2) + "\n")
+    write_text(a.out, json.dumps(acc, indent=2) + "\n")
     print(f"wrote {a.out}", file=sys.stderr)
     if a.table:
         Path(a.table).parent.mkdir(parents=True, exist_ok=True)
@@ -100,28 +101,26 @@ def cmd_accuracy(a) -> int:
     if a.predictions:
         Path(a.predictions).parent.mkdir(parents=True, exist_ok=True)
         preds.write_parquet(a.predictions)
-    if a.correction_out and not a.no_residual:
-        # the held-out scoring already fitted every development row; fit only if it did not run
-        corr = shipped.get("correction") or fit_shipped(meas, pset, a.heldout, residual=True)[1]
-        corr.save(a.correction_out)
-        print(f"wrote {a.correction_out}", file=sys.stderr)
     return 0
 
 
 def _common(p) -> None:
     p.add_argument("--gpu", default="auto", help="catalog slug, hardware.json, or auto (probe)")
-    p.add_argument("--microbench", help="microbenchmark CSV (results/<gpu>/microbench.csv)")
+    p.add_argument("--microbench", nargs="?",
+                   help="microbenchmark CSV (results/<gpu>/microbench.csv); absent or the flag alone: none")
     p.add_argument("--measurements", nargs="*", default=[], help="measurement CSVs; testlist = file stem")
     p.add_argument("--heldout", default=None, help="testlist never used in any fit (e.g. llm)")
     p.add_argument("--families", default=FAMILIES_DEFAULT)
     p.add_argument("--dtype", default="bf16")
+    add_set_flag(p)
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser("fit", help="fit model parameters: microbenchmarks (+ ws-pipelined constants on measurements)")
+def add_parsers(sub) -> None:
+    p = sub.add_parser("fit", help="fit model parameters: microbenchmarks (+ ws-pipelined constants "
+                       "and the residual correction on measurements)")
     _common(p)
     p.add_argument("--out", required=True, help="params.json to write")
-    p.add_argument("--correction-out", help="also fit the residual correction and write it here")
+    p.add_argument("--correction-out", help="also fit the residual correction (same fit) and write it here")
     p.set_defaults(func=cmd_fit)
 
     p = sub.add_parser("accuracy", help="out-of-sample accuracy: grouped CV by shape + held-out testlist")
@@ -129,7 +128,6 @@ def add_parser(sub) -> None:
     p.add_argument("--out", required=True, help="accuracy.json to write")
     p.add_argument("--table", help="CSV of the accuracy table (split, model, family, metrics)")
     p.add_argument("--predictions", help="Parquet of every out-of-sample prediction")
-    p.add_argument("--correction-out", help="write the residual correction fitted on all development rows")
     p.add_argument("--models", help="comma-separated analytical models (default: all)")
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--no-residual", action="store_true", help="skip the residual correction")

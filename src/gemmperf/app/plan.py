@@ -10,8 +10,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import UserError
-from .hardware import CATALOG, GPU, NoGPU, get_gpu, load_gpu, probe
+from ..errors import UserError
+from ..hardware import CATALOG, GPU, NoGPU, get_gpu, load_gpu, probe
 
 # What makes a GPU the same GPU for its measurements: a change to any of these reruns
 # hardware -> measurements -> everything after. The clocks a card happens to run at

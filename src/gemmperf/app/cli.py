@@ -1,0 +1,76 @@
+"""Command line: ``gemmperf <command> ...`` (also ``python -m gemmperf``).
+
+Every command lives in one module of gemmperf.app (COMMANDS), which registers its
+parser with ``add_parsers``; the workflow's rules call these same commands.
+User errors print one line and exit with status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .. import __version__
+from ..errors import UserError
+
+# command -> (module of gemmperf.app that runs it, one line of help). The module is the
+# command's entry point: its imports make the stage's code hash (stagehash).
+COMMANDS = {
+    "gpus": ("hardware", "the GPU catalog and the probed local GPU"),
+    "hardware": ("hardware", "write the descriptor of the local GPU (or a catalog or shipped one)"),
+    "predict": ("predict", "predict kernel time: one configuration, a CSV of them, or a testlist"),
+    "simulate": ("predict", "the ws-stage event timeline of one configuration"),
+    "microbench": ("microbench", "T_INIT, T_EPILOGUE, load/math throughput and latency, DRAM and L2 bandwidth"),
+    "collect": ("collect", "measure a testlist's configurations on the local GPU (appends, resumes)"),
+    "merge": ("merge", "merge collect shards into one measurement CSV"),
+    "fit": ("fit", "fit model parameters and the residual correction (one fit)"),
+    "accuracy": ("fit", "out-of-sample accuracy: grouped CV by shape + held-out testlist"),
+    "optimize": ("optimize", "Z3-optimal tiling of a shape (or a testlist), with runner-up and regret"),
+    "report": ("report", "one GPU's report: linked offline HTML pages and PNGs of the key charts"),
+    "index": ("report", "results/index.html: every GPU's report, linked"),
+    "gpu-slot": ("gpuslot", "run a command on one free GPU of this node (sets CUDA_VISIBLE_DEVICES)"),
+}
+
+
+def entry_module(command: str) -> str:
+    """The dotted name of the module that runs ``command``."""
+    return f"{__package__}.{COMMANDS[command][0]}"
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; ``command``'s module registers its full parser, every other command
+    is listed by name and help only. Only the module of the command that runs is
+    imported: the commands' imports (scikit-learn, altair, z3, cuda-python) take up
+    to seconds, which ``gemmperf gpus`` should not wait for."""
+    parser = argparse.ArgumentParser(prog="gemmperf", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"gemmperf {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    loaded = set()
+    if command in COMMANDS:
+        module = importlib.import_module(entry_module(command))
+        module.add_parsers(sub)
+        loaded = {name for name, (mod, _) in COMMANDS.items() if mod == COMMANDS[command][0]}
+    for name, (_, text) in COMMANDS.items():
+        if name not in loaded:
+            sub.add_parser(name, help=text)
+    return parser
+
+
+def _command(argv: list[str]) -> str | None:
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(_command(argv)).parse_args(argv)
+    try:
+        return args.func(args)
+    except UserError as err:
+        print(f"gemmperf {args.command}: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

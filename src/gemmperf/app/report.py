@@ -1,0 +1,76 @@
+"""``gemmperf report`` (one GPU's linked offline pages and chart PNGs) and ``gemmperf
+index`` (results/index.html across GPUs)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..errors import UserError
+from ..report.basic import write_index
+from ..report.data import load
+from ..report.pages import write_gpu_report
+from .modelparams import add_set_flag, parse_overrides
+
+
+def _by_testlist(testlists: list[str], paths: list[str], what: str) -> dict[str, str]:
+    if len(testlists) != len(paths):
+        raise UserError(f"report: {len(paths)} {what} files for {len(testlists)} testlists")
+    return dict(zip(testlists, paths))
+
+
+def cmd_report(a) -> int:
+    testlists = [t for t in a.testlists.split(",") if t]
+    try:
+        skipped = json.loads(a.skipped)
+    except ValueError as err:
+        raise UserError(f"--skipped: not JSON ({err})") from None
+    data = load(
+        hardware=a.hardware, params=a.params, source=a.source, note=a.note, skipped=skipped,
+        predictions=_by_testlist(testlists, a.predictions, "predictions"),
+        tilings=_by_testlist(testlists, a.tilings, "tilings"),
+        heldout=a.heldout, accuracy=a.accuracy, out_of_sample=a.out_of_sample, microbench=a.microbench,
+        kernel_speed=a.kernel_speed, shipped_readme=a.shipped_readme,
+    )
+    data.pset.overrides.update(parse_overrides(a.set))
+    for path in write_gpu_report(data, Path(a.out_dir), Path(a.images_dir) if a.images_dir else None):
+        print("wrote", path, file=sys.stderr)
+    return 0
+
+
+def cmd_index(a) -> int:
+    gpus = [g for g in a.gpus.split(",") if g]
+    if len(gpus) != len(a.summaries):
+        raise UserError(f"index: {len(a.summaries)} summaries for {len(gpus)} GPUs")
+    write_index(Path(a.out), dict(zip(gpus, a.summaries)))
+    print(f"wrote {a.out}", file=sys.stderr)
+    return 0
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("report", help="one GPU's report: linked offline HTML pages and PNGs of the key charts")
+    p.add_argument("--hardware", required=True, help="hardware.json")
+    p.add_argument("--params", required=True, help="params.json")
+    p.add_argument("--testlists", required=True, help="comma-separated testlists, in the order of the files")
+    p.add_argument("--predictions", nargs="+", required=True, help="predictions Parquet per testlist")
+    p.add_argument("--tilings", nargs="+", required=True, help="tilings CSV per testlist")
+    p.add_argument("--source", required=True, choices=("measure", "shipped", "catalog"), help="where the data is from")
+    p.add_argument("--note", default="", help="one sentence on where the data comes from")
+    p.add_argument("--skipped", default="{}", help="JSON {stage: why it was skipped}")
+    p.add_argument("--heldout", help="the held-out testlist")
+    p.add_argument("--accuracy", nargs="?", help="accuracy.csv")
+    p.add_argument("--out-of-sample", nargs="?", help="out_of_sample.parquet")
+    p.add_argument("--microbench", nargs="?", help="microbench.csv")
+    p.add_argument("--kernel-speed", nargs="?", help="benchmarks/results/kernel_speed_*.json")
+    p.add_argument("--shipped-readme", nargs="?", help="the shipped data's README.md")
+    p.add_argument("--out-dir", required=True, help="folder of the pages")
+    p.add_argument("--images-dir", help="folder of the PNGs (default: none)")
+    add_set_flag(p)
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("index", help="results/index.html: every GPU's report, linked")
+    p.add_argument("--out", required=True, help="index.html to write")
+    p.add_argument("--gpus", required=True, help="comma-separated GPU slugs, in the order of the summaries")
+    p.add_argument("--summaries", nargs="+", required=True, help="summary.json per GPU")
+    p.set_defaults(func=cmd_index)

@@ -1,0 +1,55 @@
+"""What every command resolves the same way: the GPU, kernel families, NxN integers. User mistakes raise UserError (one line, exit 2).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import UserError
+from ..hardware import CATALOG, GPU, NoGPU, get_gpu, load_gpu, probe
+from ..problem import FAMILIES
+
+RESULTS = Path("results")
+
+
+def resolve_gpu(spec: str) -> GPU:
+    """'auto' (probe the local GPU), a catalog slug, or a hardware.json path."""
+    if spec == "auto":
+        try:
+            return probe()
+        except NoGPU as err:
+            raise UserError(f"{err}; pass --gpu with one of: {', '.join(CATALOG)}") from None
+    if spec.endswith(".json"):
+        return load_gpu(spec)
+    shipped = RESULTS / spec / "hardware.json"
+    if spec not in CATALOG and shipped.is_file():
+        return load_gpu(shipped)
+    return get_gpu(spec)
+
+
+def parse_ints(text: str, what: str, n: int) -> list[int]:
+    """'128x256x64' -> [128, 256, 64]: ``n`` positive integers joined by x."""
+    try:
+        values = [int(v) for v in text.lower().split("x")]
+    except ValueError:
+        values = []
+    if len(values) != n or min(values) < 1:
+        raise UserError(f"{what} {text!r}: expected {'x'.join(['N'] * n)} with positive integers")
+    return values
+
+
+def parse_families(text: str, allow_all: bool = False) -> list[str]:
+    """Comma-separated kernel families, each one of FAMILIES (or 'all' when allowed)."""
+    families = [f.strip() for f in text.split(",") if f.strip()]
+    known = (*FAMILIES, "all") if allow_all else FAMILIES
+    unknown = [f for f in families if f not in known]
+    if unknown or not families:
+        raise UserError(f"--families {text!r}: unknown {', '.join(unknown)}; known: {', '.join(known)}")
+    return families
+
+
+def write_text(path, text: str) -> None:
+    """Write ``text`` to ``path``, creating its folder."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
