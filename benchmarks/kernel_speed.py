@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from gemmperf.kernels import hopper  # noqa: E402
+from gemmperf.kernels import get_family, hopper  # noqa: E402
 from gemmperf.kernels.builder import build  # noqa: E402
 from gemmperf.kernels.launch import GemmRunner, device_arch, ensure_context  # noqa: E402
 from gemmperf.kernels.verify import verify  # noqa: E402
@@ -161,7 +161,7 @@ def main(argv=None) -> int:
     kernels = {}
     for fam in args.families:
         for cfg in CANDIDATES[fam]:
-            if fam == "ws-hopper" and arch != "sm_90a":
+            if not get_family(fam).runs_on_arch(arch):
                 continue
             kernels.setdefault(fam, []).append(build(cfg, arch))
     if args.ab_epilogue and "ws-hopper" in kernels:

@@ -48,12 +48,13 @@ def main(argv=None) -> int:
     from gemmperf.hardware import get_gpu, load_gpu
     from gemmperf import optimize
     from gemmperf.params import ParamSet
-    from gemmperf.problem import FAMILIES, read_testlist, runs_on
+    from gemmperf.kernels import families_on
+    from gemmperf.problem import FAMILIES, read_testlist
 
     gpu = load_gpu(a.hardware) if a.hardware else get_gpu(a.gpu)
     pset = ParamSet.load(a.params, gpu) if a.params else ParamSet(gpu)
     shapes = [s for t in a.testlists for s in read_testlist(ROOT / "testlists" / f"{t}.csv")]
-    fams = [f for f in (a.families or FAMILIES) if runs_on(f, gpu)]
+    fams = [f.name for f in families_on(gpu, a.families or FAMILIES)]
     print(f"{gpu.slug}, {len(shapes)} shapes ({' + '.join(a.testlists)}), {pinned}, z3 "
           f"{__import__('z3').get_version_string()}")
     hdr = (f"{'model':14} {'family':10} {'configs':>7} {'z3 med ms':>9} {'z3 max ms':>9} {'ru med ms':>9} "

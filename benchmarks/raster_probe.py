@@ -25,7 +25,7 @@ RASTERS = ("row", "column", "grouped")
 def main(argv=None) -> int:
     from gemmperf.bench.measure import Measurer
     from gemmperf.hardware import probe
-    from gemmperf.kernels.space import check_legal
+    from gemmperf.kernels import check_legal
     from gemmperf.problem import KernelConfig
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

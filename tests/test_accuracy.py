@@ -108,7 +108,7 @@ def test_fits_do_not_depend_on_the_order_of_the_rows():
     names = ("dram_eff_bytes_per_us", "t_epilogue_us", "math_flops_per_us", "l2_window_kblocks")
     fa, ca, _ = A.fit_all(meas, PS, names=names)
     fb, cb, _ = A.fit_all(shuffled, PS, names=names)
-    assert fa.get("ws-hopper", "bf16").extra == fb.get("ws-hopper", "bf16").extra
+    assert fa.get("ws-hopper", "bf16").constants == fb.get("ws-hopper", "bf16").constants
     pa = ca(W.predict(meas, fa))["corrected_us"].to_numpy()
     pb = cb(W.predict(meas, fb))["corrected_us"].to_numpy()
     np.testing.assert_array_equal(pa, pb)

@@ -138,4 +138,4 @@ def test_stage_hash_follows_the_imports(tmp_path):
     uses_kernels = {s for s in before if "gemmperf.kernels" in stagehash.stage_modules(s, root)}
     assert {s for s in before if after[s] != again[s]} == uses_kernels
     assert {"collect", "predict"} <= uses_kernels and "merge" not in uses_kernels
-    assert "gemmperf.kernels.space" in stagehash.stage_modules("predict", root)  # legality decides the configs
+    assert "gemmperf.kernels.families" in stagehash.stage_modules("predict", root)  # legality decides the configs

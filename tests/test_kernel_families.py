@@ -126,3 +126,17 @@ def test_bench_choices_are_legal_where_the_family_runs(name):
     for tm, tn, stages, persistent in fam.small_picks:
         tk = max(fam.tile_ks)
         assert check_legal(KernelConfig(name, fam.default_dtype, tm, tn, tk, stages, persistent=persistent), gpu) is None
+
+
+def test_core_default_params_agree_with_the_families_on_tensor_cores():
+    # params.default_params (core) cannot ask the kernels layer, so it knows simt as the
+    # one family without tensor cores; this keeps the two statements in step
+    from gemmperf.hardware import CATALOG
+    from gemmperf.kernels import FAMILY_OBJECTS
+    from gemmperf.params import default_params
+
+    gpu = CATALOG["h100-sxm5-80gb"]
+    for name, fam in FAMILY_OBJECTS.items():
+        dtype = fam.dtype_for("bf16")
+        got = default_params(gpu, name, dtype).math_flops_per_us
+        assert got == gpu.flops_per_clk_sm(dtype, fam.tensor_cores) * gpu.sm_clock_mhz

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from gemmperf.app.optimize import add_parsers
 from gemmperf.errors import UserError
 from gemmperf.hardware import get_gpu
 from gemmperf.models import ws_stage
@@ -338,10 +339,8 @@ def test_family_not_supported(pset):
 
 
 def _parser():
-    from gemmperf.optimize.cli import add_parser
-
     p = argparse.ArgumentParser()
-    add_parser(p.add_subparsers(dest="command"))
+    add_parsers(p.add_subparsers(dest="command"))
     return p
 
 

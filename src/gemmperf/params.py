@@ -73,6 +73,8 @@ class Params:
 def default_params(gpu: GPU, family: str, dtype: str) -> Params:
     """Parameters derived from the descriptor alone (``source='default'``)."""
     clock = gpu.sm_clock_mhz  # cycles per microsecond
+    # the core cannot ask the kernels layer (Family.tensor_cores); simt is the one family
+    # without tensor cores, and tests/test_kernel_families.py keeps the two in step
     tensor = family != "simt"
     return Params(
         t_init_us=DEFAULT_T_INIT_US,

@@ -11,6 +11,7 @@ from .kernels import families_on
 from .models import predict
 from .params import ParamSet
 from .problem import Shape
+from .tables import CORRECTED_MODEL
 
 
 def candidate_table(shapes: list[Shape], gpu: GPU, families: list[str], dtype: str) -> pl.DataFrame:
@@ -27,9 +28,6 @@ def candidate_table(shapes: list[Shape], gpu: GPU, families: list[str], dtype: s
     return pl.concat(frames, how="vertical_relaxed")
 
 
-CORRECTED = "ws-pipelined+residual"
-
-
 def corrected(table: pl.DataFrame, pset: ParamSet, correction) -> pl.DataFrame:
     """ws-pipelined with the learned residual correction applied (predicted_us corrected)."""
     out = correction(predict(table, pset, "ws-pipelined"))
@@ -43,5 +41,5 @@ def predict_all(table: pl.DataFrame, pset: ParamSet, models: list[str], correcti
     ``correction``, also the corrected ws-pipelined model."""
     out = [predict(table, pset, m).with_columns(pl.lit(m).alias("model")) for m in models]
     if correction is not None:
-        out.append(corrected(table, pset, correction).with_columns(pl.lit(CORRECTED).alias("model")))
+        out.append(corrected(table, pset, correction).with_columns(pl.lit(CORRECTED_MODEL).alias("model")))
     return pl.concat(out, how="diagonal_relaxed")

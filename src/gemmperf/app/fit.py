@@ -21,7 +21,7 @@ import polars as pl
 
 from ..errors import UserError
 from ..fit.accuracy import available_cores, evaluate_accuracy, fit_shipped, table
-from ..fit.params import default_paramset, fit_paramset
+from ..fit.microbench import default_paramset, fit_paramset
 from ..params import ParamSet
 from .modelparams import add_set_flag, parse_overrides
 from .resolve import parse_families, resolve_gpu, write_text

@@ -16,17 +16,13 @@ import sys
 from pathlib import Path
 
 from ..errors import UserError
-from ..optimize import z3opt
-from ..optimize.tilings import mean_regret, read_measurements, tilings_table
-from ..predictions import runs_on
+from ..kernels import families_on
+from ..optimize import DEFAULT_MODEL, MODELS, solve
+from ..optimize.tilings import mean_regret, tilings_table
 from ..problem import FAMILIES, RASTERS, check_dtype, parse_shape, read_testlist
 from .modelparams import add_gpu_flags, resolve_params
+from ..tables import read_measurements
 from .resolve import RESULTS, parse_families, parse_ints, resolve_gpu
-
-# The models the optimizer supports (one list, owned by the optimizer).
-MODELS = z3opt.MODELS
-DEFAULT_MODEL = "ws-pipelined"
-
 
 def _fix(a) -> dict:
     """The pinned parts of the configuration (--tile, --stages, --raster)."""
@@ -47,7 +43,7 @@ def _families(a, gpu) -> list[str]:
     """--family: 'all' (every family that runs on the GPU) or a comma-separated list."""
     if a.family != "all":
         return parse_families(a.family)  # solve() explains if one does not run on the GPU
-    fams = [f for f in FAMILIES if runs_on(f, gpu)]
+    fams = [f.name for f in families_on(gpu, FAMILIES)]
     if not fams:
         raise UserError(f"no kernel family runs on {gpu.slug} ({gpu.arch})")
     return fams
@@ -81,7 +77,7 @@ def optimize_shape(a, gpu, pset, fams, fix) -> int:
     sols, errors = [], []
     for f in fams:
         try:
-            sols.append(z3opt.solve(shape, f, gpu, pset, a.model, fix=fix or None))
+            sols.append(solve(shape, f, gpu, pset, a.model, fix=fix or None))
         except UserError as err:
             if a.family != "all":
                 raise

@@ -62,7 +62,7 @@ def nvidia_driver() -> str | None:
     return None
 
 
-def identity(gpu) -> dict:
+def measurement_context(gpu) -> dict:
     """Fields recorded in every measurement row: which GPU, driver and CUDA."""
     from cuda.bindings import driver as cu
 

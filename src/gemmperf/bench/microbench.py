@@ -23,32 +23,24 @@ from cuda.bindings import driver as cu
 
 from ..errors import UserError
 from ..kernels.launch import DeviceBuffer, ensure_context
-from ..kernels.space import check_legal
-from ..problem import DTYPE_BYTES, KernelConfig, family_dtype, runs_on
-from .device import identity
+from ..kernels import check_legal, families_on
+from ..problem import DTYPE_BYTES, KernelConfig
+from .device import measurement_context
 from .measure import Measurer
 from .sweep import run_sweep
 from .timing import check, time_kernel
 
 KINDS = {"empty": "init", "epilogue-only": "epilogue", "load-only": "load", "math-only": "math"}
 K_STAGES = (2, 8, 32, 128)
-TILES = {
-    "ws-hopper": [(64, 128, 64), (128, 128, 64), (128, 256, 64), (256, 128, 64), (64, 256, 64)],
-    "ws-ampere": [(64, 64, 32), (128, 64, 32), (128, 128, 32), (64, 128, 64), (128, 128, 64)],
-    "simt": [(64, 64, 8), (64, 64, 16), (128, 64, 8), (128, 128, 8), (64, 128, 16)],
-}
 EXTRA_COLUMNS = ("kind", "k_stages", "ctas", "bytes", "flops")
 
 
 def microbench_tasks(gpu, families: list[str], dtype: str) -> list[dict]:
     tasks = []
-    for family in families:
-        if not runs_on(family, gpu):
-            continue
-        fd = family_dtype(family, dtype)
-        stages = 2 if family == "simt" else 4
-        for tm, tn, tk in TILES[family]:
-            cfg = KernelConfig(family, fd, tm, tn, tk, stages)
+    for fam in families_on(gpu, families):
+        fd = fam.dtype_for(dtype)
+        for tm, tn, tk in fam.microbench_tiles:
+            cfg = KernelConfig(fam.name, fd, tm, tn, tk, fam.bench_stages)
             if check_legal(cfg, gpu) is not None:
                 continue
             for mode in KINDS:
@@ -81,7 +73,7 @@ def run_microbench(gpu, out: str | Path, families: list[str], dtype: str, timeou
     tasks = microbench_tasks(gpu, families, dtype)
     if not tasks:
         raise UserError(f"no family of {families} runs on {gpu.slug}")
-    context = identity(gpu)
+    context = measurement_context(gpu)
     run_sweep(tasks, raw, partial(Measurer, gpu), timeout_s=timeout_s, context=context)
     with raw.open(newline="") as fh:
         rows = list(csv.DictReader(fh))

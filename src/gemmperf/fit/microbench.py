@@ -21,16 +21,17 @@ import polars as pl
 from ..errors import UserError
 from ..hardware import GPU
 from ..params import ParamSet, Params, default_params
-from ..problem import DTYPE_BYTES, family_dtype, runs_on
+from ..kernels import families_on
+from ..problem import DTYPE_BYTES
+from ..tables import read_measurements
 
 
 def default_paramset(gpu: GPU, families: list[str], dtype: str) -> ParamSet:
     """Descriptor-derived parameters for every family that runs on ``gpu``, marked default."""
     entries = {}
-    for family in families:
-        if runs_on(family, gpu):
-            fd = family_dtype(family, dtype)
-            entries[(family, fd)] = default_params(gpu, family, fd)
+    for fam in families_on(gpu, families):
+        fd = fam.dtype_for(dtype)
+        entries[(fam.name, fd)] = default_params(gpu, fam.name, fd)
     return ParamSet(gpu=gpu, entries=entries)
 
 
@@ -108,7 +109,7 @@ def fit_family(mb: pl.DataFrame, gpu: GPU, family: str, dtype: str) -> Params:
 
 def fit_paramset(gpu: GPU, microbench_csv: str, families: list[str], dtype: str) -> ParamSet:
     """Fitted parameters for every family with microbenchmarks; defaults for the rest."""
-    mb = pl.read_csv(microbench_csv, infer_schema_length=None)
+    mb = read_measurements(microbench_csv, required=("family", "dtype"))
     pset = default_paramset(gpu, families, dtype)
     for (family, fd) in list(pset.entries):
         if mb.filter((pl.col("family") == family) & (pl.col("dtype") == fd)).height:

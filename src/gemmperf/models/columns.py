@@ -11,7 +11,7 @@ Columns a model can ask for by name (its ``INPUTS``):
   (block-scale bytes per input element: 1/16 for nvfp4, 0 otherwise)
 - parameters (``params.PARAM_NAMES``): t_init_us, t_epilogue_us, load_bytes_per_us,
   load_latency_us, math_flops_per_us, math_latency_us, l2_hit_rate
-- GPU: sms, dram_bytes_per_us, peak_flops_per_us (whole GPU, tensor cores unless simt)
+- GPU: sms, dram_bytes_per_us, peak_flops_per_us (whole GPU, tensor cores where the family uses them)
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ import numpy as np
 import polars as pl
 
 from ..errors import UserError
+from ..kernels import get_family
 from ..params import PARAM_NAMES, ParamSet
 from ..problem import CONFIG_COLUMNS, DTYPE_BYTES, SCALE_FACTORS, KernelConfig
-
-SHAPE_COLUMNS = ("m", "n", "k")
-INT_COLUMNS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n")
+from ..tables import INT_COLUMNS, SHAPE_COLUMNS
 _DEFAULTS = KernelConfig().as_dict()
 _BYTES = {d: float(b) for d, b in DTYPE_BYTES.items()}
 _SF_PER_ELEM = {d: nbytes / elems for d, (elems, nbytes) in SCALE_FACTORS.items()}
@@ -111,7 +110,7 @@ def param_columns(df: pl.DataFrame, params: ParamSet) -> pl.DataFrame:
                 **{name: float(getattr(p, name)) for name in PARAM_NAMES},
                 "sms": gpu.sms,
                 "dram_bytes_per_us": gpu.dram_bytes_per_s / 1e6,
-                "peak_flops_per_us": gpu.peak_flops(dtype, family != "simt") / 1e6,
+                "peak_flops_per_us": gpu.peak_flops(dtype, get_family(family).tensor_cores) / 1e6,
             }
         )
     schema = {"family": pl.Utf8, "dtype": pl.Utf8, **{n: pl.Float64 for n in PARAM_NAMES},

@@ -11,7 +11,7 @@ order. Variables:
   (stages, persistent, raster) choices the space allows, as an interval of stages times
   allowed flags when it is a product, else as an explicit disjunction; plus the
   shared-memory budget ``smem_c(b) = base_c + per_c*b <= smem_per_block`` where
-  kernels.space.smem_bytes is affine in the stages (the epilogue's and barriers' bytes
+  the family's smem_bytes is affine in the stages (the epilogue's and barriers' bytes
   are in base_c/per_c). Register and architecture rules remove whole tiles (they are not
   in the space).
 - ws-stage: ``tiles`` (Int) from a per-class table ceil(M/TM)*ceil(N/TN); waves W by
@@ -46,7 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..kernels.space import smem_bytes
+from ..kernels import family_of
 from ..problem import KernelConfig
 from .exact import persistent_class, stage_class
 from .pipelined import PipeTable, period_parts
@@ -120,6 +120,7 @@ def _class_choices(allowed: set, bs: list) -> list[str]:
 
 def _smem_budget(c0: KernelConfig, bs: list, smem_limit: int) -> list[str]:
     """The shared-memory budget of a class, where smem_bytes is affine in the stages."""
+    smem_bytes = family_of(c0).smem_bytes
     s1 = smem_bytes(c0.replace(stages=1))
     per = smem_bytes(c0.replace(stages=2)) - s1
     if all(smem_bytes(c0.replace(stages=st)) == s1 + (st - 1) * per for st in bs):

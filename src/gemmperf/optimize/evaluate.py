@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+from ..kernels import get_family
 from ..models import get_model, ws_pipelined
 from ..params import ParamSet
 from ..problem import DTYPE_BYTES, SCALE_FACTORS, KernelConfig, Shape
@@ -18,7 +19,7 @@ _PIPE_INPUTS: dict = {}
 
 def pipelined_inputs(shape: Shape, configs: list[KernelConfig], pset: ParamSet) -> dict[str, np.ndarray]:
     """ws-pipelined's evaluate() inputs for ``configs`` at ``shape``, built by the model's own
-    ``prepare`` (parameters, Params.extra constants, raster codes); cached per (configs,
+    ``prepare`` (parameters, Params.constants, raster codes); cached per (configs,
     params) with m, n, k swapped in per shape."""
     key = (tuple(configs), id(pset))
     hit = _PIPE_INPUTS.get(key)
@@ -49,7 +50,7 @@ def _phase_model_inputs(shape: Shape, configs: list[KernelConfig], pset: ParamSe
         "k": np.full(n, shape.k, np.int64), "in_bytes": float(DTYPE_BYTES[dtype]),
         "out_bytes": float(DTYPE_BYTES[dtype]), "sf_bytes_per_elem": sf[1] / sf[0] if sf else 0.0,
         "sms": np.int64(gpu.sms), "dram_bytes_per_us": gpu.dram_bytes_per_s / 1e6,
-        "peak_flops_per_us": gpu.peak_flops(dtype, family != "simt") / 1e6,
+        "peak_flops_per_us": gpu.peak_flops(dtype, get_family(family).tensor_cores) / 1e6,
         **{name: float(getattr(p, name)) for name in _PARAM_INPUTS},
     }
 

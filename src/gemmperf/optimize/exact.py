@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..models.common import ceil_div
+from ..models.columns import ceil_div
 from ..problem import KernelConfig
 from .space import Consts
 

@@ -16,10 +16,10 @@ import numpy as np
 
 from ..errors import UserError
 from ..hardware import GPU
-from ..kernels.space import check_legal, legal_configs
-from ..models.common import ceil_div
+from ..kernels import check_legal, get_family
+from ..models.columns import ceil_div
 from ..params import ParamSet
-from ..problem import DTYPE_BYTES, FAMILIES, RASTERS, SCALE_FACTORS, KernelConfig, Shape, family_dtype, runs_on
+from ..problem import DTYPE_BYTES, FAMILIES, RASTERS, SCALE_FACTORS, KernelConfig, Shape
 
 # The models the Z3 optimizer encodes; the CLI and the workflow default to DEFAULT_MODEL.
 MODELS = ("ws-stage", "ws-persistent", "ws-pipelined")
@@ -57,7 +57,7 @@ def shape_for(shape, family: str, dtype: str | None) -> Shape:
     else:
         m, n, k = shape
         d = "bf16"
-    return Shape(int(m), int(n), int(k), family_dtype(family, dtype or d))
+    return Shape(int(m), int(n), int(k), get_family(family).dtype_for(dtype or d))
 
 
 # ------------------------------------------------------------------ exact constants
@@ -107,13 +107,13 @@ _LEGAL: dict[tuple, tuple[KernelConfig, ...]] = {}
 def family_space(family: str, gpu: GPU, dtype: str) -> list[KernelConfig]:
     """The legal space of ``family`` on ``gpu``, or a clear UserError if there is none."""
     check_family(family)
-    if not runs_on(family, gpu):
+    if not get_family(family).runs_on(gpu):
         why = check_legal(KernelConfig(family=family, dtype=dtype), gpu) or "not supported"
         raise UserError(f"family {family} does not run on {gpu.slug} ({gpu.arch}): {why}")
     key = (family, dtype, json.dumps(gpu.to_dict(), sort_keys=True, default=str))
     if key not in _LEGAL:
         try:
-            _LEGAL[key] = tuple(legal_configs(family, gpu, dtype))
+            _LEGAL[key] = tuple(get_family(family).legal_configs(gpu, dtype))
         except UserError:
             raise
         except Exception as err:  # e.g. a dtype the family has no kernel for
@@ -126,7 +126,7 @@ def search_space(shape: Shape, family: str, gpu: GPU, space: list[KernelConfig] 
     ``space`` restricted to the family and the shape's dtype."""
     if space is None:
         return family_space(family, gpu, shape.dtype)
-    if not runs_on(family, gpu):
+    if not get_family(family).runs_on(gpu):
         raise UserError(f"family {family} does not run on {gpu.slug} ({gpu.arch})")
     return [c for c in space if c.family == family and c.dtype == shape.dtype]
 
@@ -137,7 +137,7 @@ def explain_unsat(family: str, dtype: str, gpu: GPU, fix: dict | None) -> str:
         try:
             cfg = KernelConfig(family=family, dtype=dtype).replace(**fix)
             if "stages" not in fix:
-                cfg = cfg.replace(stages=2 if family != "simt" else 1)
+                cfg = cfg.replace(stages=get_family(family).min_stages)
             why = check_legal(cfg, gpu)
         except UserError as err:
             why = str(err)

@@ -30,7 +30,8 @@ import polars as pl
 from ..errors import UserError
 from ..hardware import GPU
 from ..params import ParamSet
-from ..problem import FAMILIES, KernelConfig, Shape, family_dtype, runs_on
+from ..kernels import families_on, get_family
+from ..problem import FAMILIES, KernelConfig, Shape
 from .solver import solve
 from .space import DEFAULT_MODEL, family_space
 
@@ -164,7 +165,7 @@ def tilings_table(shapes: list[Shape], gpu: GPU, pset: ParamSet, families: list[
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
         raise UserError(f"family {unknown[0]!r}: known families are {', '.join(FAMILIES)}")
-    fams = [f for f in families if runs_on(f, gpu)]
+    fams = [f.name for f in families_on(gpu, families)]
     if not fams:
         raise UserError(f"none of the families {', '.join(families)} runs on {gpu.slug} ({gpu.arch})")
     meas = measured_configs(measurements) if measurements is not None else None
@@ -176,7 +177,7 @@ def tilings_table(shapes: list[Shape], gpu: GPU, pset: ParamSet, families: list[
     rows = []
     for shape in shapes:
         for fam in fams:
-            d = family_dtype(fam, dtype or shape.dtype)
+            d = get_family(fam).dtype_for(dtype or shape.dtype)
             shp = Shape(shape.m, shape.n, shape.k, d)
             m_rows = by_shape.get((shp.m, shp.n, shp.k, fam, d))
             cand, label = None, "legal"

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...kernels.launch import pad_k
+from ...kernels.family import pad_k
 from .geometry import reuse_distance, wave_hit_rate, wave_panels
 from .inputs import Inputs
 

@@ -4,7 +4,7 @@ Notation: TM, TN, TK tile; S = ceil(K/TK) k-blocks; tiles_m = ceil(M/TM), tiles_
 ceil(N/TN); T = tiles; P = SMs (CTAs per wave); full waves F = T // P, remainder
 R = T % P; a wave has ``a`` active CTAs (P, or R for the last one).
 
-A tile index t maps to a tile (row, column) by the kernel's raster (kernels/common.py):
+A tile index t maps to a tile (row, column) by the kernel's raster (kernels/source.py):
 row t -> (t // tiles_n, t % tiles_n); column t -> (t % tiles_m, t // tiles_m);
 grouped: groups of GROUP_M tile rows, each walked column by column.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...kernels.common import GROUP_M, RASTER_IDS
+from ...kernels.source import GROUP_M, RASTER_IDS
 from ..columns import ceil_div
 
 ROW, COLUMN = RASTER_IDS["row"], RASTER_IDS["column"]
