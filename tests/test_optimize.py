@@ -24,6 +24,7 @@ from gemmperf.optimize.pipelined import TIE_TOL, pipelined_table
 from gemmperf.optimize.space import class_key, consts, family_space, padded_volume
 from gemmperf.params import ParamSet
 from gemmperf.problem import KernelConfig, Shape, read_testlist
+from gemmperf.tables import read_measurements
 
 ROOT = Path(__file__).resolve().parent.parent
 H100 = get_gpu("h100-sxm5-80gb")
@@ -477,7 +478,7 @@ def test_tilings_unchanged_squares_dsv3():
     h100_meas = ROOT / "results" / "h100-sxm5-80gb" / "shipped" / "measurements"
     parts = []
     for tl in ("squares", "dsv3"):
-        meas = tilings.read_measurements(h100_meas / f"{tl}.csv")
+        meas = read_measurements(h100_meas / f"{tl}.csv")
         for pname in ("microbench", "fitted"):
             pset = ParamSet.load(ROOT / "tests" / "data" / "reference" / f"params_{pname}.json", H100)
             t = tilings.tilings_table(read_testlist(ROOT / "testlists" / f"{tl}.csv"), H100, pset, None,

@@ -47,13 +47,15 @@ from ..errors import UserError
 from ..models import MODELS
 from ..models import ws_pipelined as W
 from ..params import ParamSet
+from ..tables import (ABLATION_MARK, FITTED_CORRECTED_MODEL, FITTED_MODEL, OUT_OF_SAMPLE_COLUMNS, canonical_order,
+                      valid_rows)
 from . import constants as C
 from .residual import Correction
 
 SHAPE_COLS = ("m", "n", "k", "dtype")
 BASE = W.NAME
-FIT = f"{BASE}+fit"
-RESID = f"{BASE}+fit+residual"
+FIT = FITTED_MODEL
+RESID = FITTED_CORRECTED_MODEL
 SPLIT_KEYS = ("heldout", "all", "meta")
 
 
@@ -129,7 +131,7 @@ def split_rows(measurements: dict[str, pl.DataFrame], heldout: str | None) -> tu
     for name, df in measurements.items():
         if "dtype" not in df.columns:
             raise UserError(f"measurements of {name}: no dtype column")
-        frames.append(C.valid_rows(df).with_columns(pl.lit(name).alias("testlist")))
+        frames.append(canonical_order(valid_rows(df)).with_columns(pl.lit(name).alias("testlist")))
     if not frames:
         raise UserError("no measurements")
     rows = pl.concat(frames, how="diagonal_relaxed")
@@ -232,9 +234,7 @@ def _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, 
     if dev.height == 0:
         raise UserError("no development measurements (all rows are held out or invalid)")
     models = list(models or MODELS)
-    keep = [c for c in dev.columns if c in ("testlist", "shape", "family", "dtype", "m", "n", "k", "tile_m", "tile_n",
-                                             "tile_k", "stages", "cluster_m", "cluster_n", "persistent", "raster",
-                                             "out_dtype", "time_us")]
+    keep = [c for c in dev.columns if c in OUT_OF_SAMPLE_COLUMNS]
     acc: dict = {"heldout": {}}
     preds = []
 
@@ -254,7 +254,7 @@ def _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, 
     folds, k = group_folds(dev.get_column("shape"), n_splits)
     variants = [(FIT, None, residual)]
     if ablations:
-        variants += [(f"{FIT}-no-{e}", {e: False}, False) for e in W.EFFECTS]
+        variants += [(f"{FIT}{ABLATION_MARK}{e}", {e: False}, False) for e in W.EFFECTS]
     # every (variant, fold) fit is independent: (train, test, options, residual) tasks,
     # run here or on `jobs` worker processes; each sees its training rows only
     tasks = []

@@ -23,32 +23,12 @@ import polars as pl
 from ..errors import UserError
 from ..models import ws_pipelined as W
 from ..params import PARAM_NAMES, ParamSet
+from ..tables import canonical_order, valid_rows
 
 # the microbenchmark parameters the kernel data refit, then every constant of the model
 # marked fitted, in the order of PipelinedConstants' fields
 FIT_NAMES = ("math_flops_per_us", "t_epilogue_us", "load_latency_us", "t_init_us") + W.FITTED
 BOUND = float(np.log(8.0))
-
-
-ROW_KEY = ("family", "dtype", "m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n",
-           "persistent", "raster", "time_us")
-
-
-def canonical_order(df: pl.DataFrame) -> pl.DataFrame:
-    """Rows sorted by configuration and time: the fits' float sums (and the trees' tied
-    splits) then do not depend on the order the measurement files were listed in."""
-    return df.sort([c for c in ROW_KEY if c in df.columns], maintain_order=True)
-
-
-def valid_rows(meas: pl.DataFrame) -> pl.DataFrame:
-    """Rows usable as measurements of the full kernel: status ok, full mode, time > 0,
-    in canonical order."""
-    df = meas
-    if "status" in df.columns:
-        df = df.filter(pl.col("status") == "ok")
-    if "mode" in df.columns:
-        df = df.filter(pl.col("mode").is_null() | (pl.col("mode") == "full"))
-    return canonical_order(df.filter(pl.col("time_us").is_not_null() & (pl.col("time_us") > 0)))
 
 
 def _current(pset: ParamSet, family: str, dtype: str) -> dict[str, float]:
@@ -79,7 +59,7 @@ def fit_constants(meas: pl.DataFrame, pset: ParamSet, names=FIT_NAMES, prior: fl
     """
     from scipy.optimize import least_squares
 
-    rows = valid_rows(meas)
+    rows = canonical_order(valid_rows(meas))
     if rows.height == 0:
         raise UserError("fit_constants: no valid (status ok, full mode) measurements to fit")
     names = tuple(names)

@@ -48,7 +48,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from ..errors import UserError
 from ..models import ws_pipelined
 from ..problem import DTYPE_BYTES
-from .constants import canonical_order
+from ..tables import canonical_order
 
 FORMAT = "gemmperf-residual-1"
 BASE_MODEL = ws_pipelined.NAME

@@ -23,19 +23,17 @@ required), its top configuration and runtime estimate are added as nvmmh_* colum
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 
 from ..errors import UserError
 from ..hardware import GPU
-from ..params import ParamSet
 from ..kernels import families_on, get_family
+from ..params import ParamSet
 from ..problem import FAMILIES, KernelConfig, Shape
+from ..tables import TILING_COLUMNS, valid_rows
 from .solver import solve
 from .space import DEFAULT_MODEL, family_space
 
-CONFIG_KEY = ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "persistent", "raster")
 SPACES = ("auto", "legal", "measured")
 
 
@@ -44,26 +42,23 @@ SPACES = ("auto", "legal", "measured")
 
 def measured_configs(measurements: pl.DataFrame) -> pl.DataFrame:
     """One row per measured configuration (status ok, full mode): median time_us."""
-    need = ("m", "n", "k", "family", "dtype", *CONFIG_KEY, "status", "time_us")
+    need = ("m", "n", "k", "family", "dtype", *TILING_COLUMNS, "status", "time_us")
     missing = [c for c in need if c not in measurements.columns]
     if missing:
         raise UserError(f"measurements: missing column(s) {', '.join(missing)}")
-    df = measurements.filter(pl.col("status") == "ok")
-    if "mode" in df.columns:
-        df = df.filter(pl.col("mode").is_null() | (pl.col("mode") == "full"))
-    df = df.filter(pl.col("time_us").is_not_null() & pl.col("time_us").is_finite())
+    df = valid_rows(measurements)
     df = df.with_columns(
         pl.col("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n").cast(pl.Int64),
         pl.col("persistent").cast(pl.Utf8).str.to_lowercase().is_in(["true", "1"]).alias("persistent"),
         pl.col("family", "dtype", "raster").cast(pl.Utf8),
         pl.col("time_us").cast(pl.Float64),
     )
-    keys = ["m", "n", "k", "family", "dtype", *CONFIG_KEY]
+    keys = ["m", "n", "k", "family", "dtype", *TILING_COLUMNS]
     return df.group_by(keys, maintain_order=True).agg(pl.col("time_us").median())
 
 
 def _config_of(row: dict, family: str, dtype: str) -> KernelConfig:
-    return KernelConfig(family=family, dtype=dtype, **{k: row[k] for k in CONFIG_KEY})
+    return KernelConfig(family=family, dtype=dtype, **{k: row[k] for k in TILING_COLUMNS})
 
 
 def regret_row(choice: KernelConfig, meas: pl.DataFrame | None) -> dict:
@@ -72,14 +67,14 @@ def regret_row(choice: KernelConfig, meas: pl.DataFrame | None) -> dict:
     ``meas``: measured_configs() rows of that shape and family (or None / empty).
     """
     out = {"measured_us": None, "best_measured_us": None, "regret": None, "n_measured": 0,
-           **{f"best_{k}": None for k in CONFIG_KEY}}
+           **{f"best_{k}": None for k in TILING_COLUMNS}}
     if meas is None or meas.height == 0:
         return out
     out["n_measured"] = meas.height
-    best = meas.sort(["time_us", *CONFIG_KEY]).row(0, named=True)
+    best = meas.sort(["time_us", *TILING_COLUMNS]).row(0, named=True)
     out["best_measured_us"] = best["time_us"]
-    out.update({f"best_{k}": best[k] for k in CONFIG_KEY})
-    hit = meas.filter(*(pl.col(k) == getattr(choice, k) for k in CONFIG_KEY))
+    out.update({f"best_{k}": best[k] for k in TILING_COLUMNS})
+    hit = meas.filter(*(pl.col(k) == getattr(choice, k) for k in TILING_COLUMNS))
     if hit.height:
         out["measured_us"] = hit.get_column("time_us")[0]
         out["regret"] = out["measured_us"] / out["best_measured_us"] - 1.0
@@ -192,7 +187,7 @@ def tilings_table(shapes: list[Shape], gpu: GPU, pset: ParamSet, families: list[
             sol = solve(shp, fam, gpu, pset, model, space=cand, runner_up=runner_up)
             c, r = sol.config, sol.runner_up
             row = {"m": shp.m, "n": shp.n, "k": shp.k, "dtype": d, "family": fam, "model": model,
-                   **{k: getattr(c, k) for k in CONFIG_KEY},
+                   **{k: getattr(c, k) for k in TILING_COLUMNS},
                    "predicted_us": sol.predicted_us, "math_wait_us": sol.math_wait_us,
                    "limiter": sol.breakdown.get("limiter"),
                    "runner_up_tile": None if r is None else
@@ -207,16 +202,3 @@ def tilings_table(shapes: list[Shape], gpu: GPU, pset: ParamSet, families: list[
                                                    "nvmmh_kernel": None, "nvmmh_runtime_us": None})
             rows.append(row)
     return pl.DataFrame(rows, infer_schema_length=None)
-
-
-def read_measurements(path) -> pl.DataFrame:
-    """A measurements CSV or parquet file."""
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path}: measurements file not found")
-    try:
-        if path.suffix == ".parquet":
-            return pl.read_parquet(path)
-        return pl.read_csv(path, infer_schema_length=10000)
-    except (pl.exceptions.PolarsError, OSError) as err:
-        raise UserError(f"{path}: cannot read measurements ({err})") from None
