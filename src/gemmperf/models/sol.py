@@ -1,7 +1,7 @@
 """Speed of light: the GPU's peak math rate or its DRAM bandwidth, whichever binds.
 
     predicted_us = max(math_us, dram_us)
-    math_us = 2*M*N*K / peak FLOP/s   (tensor cores unless family == "simt")
+    math_us = 2*M*N*K / peak FLOP/s   (tensor cores where the family uses them)
     dram_us = bytes / DRAM bytes/s,  bytes = (M*K + K*N) * in_bytes + M*N * out_bytes
               + block-scale factors of A and B (nvfp4: 1 byte per 16 elements)
 
