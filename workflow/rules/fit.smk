@@ -51,7 +51,9 @@ rule fit_params:
 
 
 # Out-of-sample accuracy (grouped CV by shape + the held-out testlist); scores only.
-# The per-fold fits run on {threads} worker processes.
+# The per-fold fits run on {threads} worker processes: 4 asked, which a local run lowers
+# to --cores and a cluster job gets as CPUs (workflow.cores is undefined under a profile
+# that sets only --jobs).
 rule accuracy:
     output:
         accuracy="results/{gpu}/accuracy.json",
@@ -61,7 +63,7 @@ rule accuracy:
         hardware="results/{gpu}/hardware.json",
         microbench=microbench,
         measurements=all_measurements,
-    threads: workflow.cores
+    threads: 4
     params:
         families=",".join(config["families"]),
         dtype=config["dtype"],

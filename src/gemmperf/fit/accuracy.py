@@ -71,7 +71,8 @@ def metrics(df: pl.DataFrame, pred: str = "predicted_us", meas: str = "time_us")
     ratio = p / y
     ape = np.abs(ratio - 1.0) * 100.0
     shape = [c for c in SHAPE_COLS if c in df.columns] + (["family"] if "family" in df.columns else [])
-    per = df.group_by(shape).agg(
+    # shapes in order of first appearance, so the means sum in the same order on every run
+    per = df.group_by(shape, maintain_order=True).agg(
         pl.len().alias("configs"),
         pl.corr(pred, meas, method="spearman").alias("rho"),
         (pl.col(meas).sort_by(pred).first() / pl.col(meas).min() - 1.0).alias("regret"),
