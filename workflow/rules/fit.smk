@@ -81,7 +81,7 @@ rule accuracy:
 
 
 # ws-pipelined refitted with each of its effects switched off, on the same splits as
-# accuracy (plus ws-pipelined+fit, their baseline): about 12 minutes on 2 cores, so only
+# accuracy (plus ws-pipelined+fit, their baseline): about 10 minutes on 2 cores, so only
 # on request, by the target `ablations` or the config's ablations: true
 # (which also shows them in the report).
 rule score_ablations:

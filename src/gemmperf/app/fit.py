@@ -144,7 +144,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--no-residual", action="store_true", help="skip the residual correction")
     p.add_argument("--no-ablations", action="store_true",
-                   help="skip refitting ws-pipelined with each effect off (eleven refits per fold: ~12 min on 2 cores)")
+                   help="skip refitting ws-pipelined with each effect off (eleven refits per fold: ~10 min on 2 cores)")
     p.add_argument("--ablations-only", action="store_true",
                    help="score only ws-pipelined+fit (no correction) and its refits with each effect off; "
                    "the workflow's results/<gpu>/ablations.json")

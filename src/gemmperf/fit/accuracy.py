@@ -14,7 +14,7 @@ kernel fit, so out of sample by construction), "ws-pipelined+fit" (constants fit
 fold), "ws-pipelined+fit+residual" (plus the correction fitted per fold), and with
 ``ablations`` each effect of ws-pipelined switched off ("ws-pipelined+fit-no-<effect>",
 refitted per fold). ``evaluate_ablations`` scores only "ws-pipelined+fit" and its
-ablations: twelve refits per fold, ~12 min on 2 cores against ~1 min for the rest, so
+ablations: twelve refits per fold, ~10 min on 2 cores against ~3 min for the rest, so
 the workflow runs them on request (results/<gpu>/ablations.json).
 
 Metrics (``metrics``), per model and per family (and "all"), on absolute percentage

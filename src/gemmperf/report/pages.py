@@ -146,7 +146,7 @@ def overview(data: ReportData) -> Page:
 
 ABLATIONS_NOT_RUN = (
     "Not run here. The ablations refit ws-pipelined once per effect and fold with that effect "
-    "switched off (about 12 minutes on 2 cores, against under 3 for the rest of the workflow), so the "
+    "switched off (about 10 minutes on 2 cores, twice the rest of the workflow), so the "
     "default run leaves them out. To show them on this page: snakemake --cores all --config "
     "ablations=True (or ablations: true in config/config.yaml). The tables alone: "
     "snakemake --cores all ablations, which writes results/{slug}/ablations.json and "
