@@ -119,8 +119,9 @@ class Workflow:
         (self.root / "test-config.yaml").write_text(yaml.safe_dump(cfg))
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(self.root), "--cores", "2",
-               "--configfile", str(self.root / "test-config.yaml"), *args]
+        # args (targets, flags) before --configfile, whose list would swallow a target
+        cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(self.root), "--cores", "2", *args,
+               "--configfile", str(self.root / "test-config.yaml")]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=self.env)
         if check:
             assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
