@@ -18,3 +18,11 @@ rule all:
     input:
         all_outputs(),
     default_target: True
+
+
+# ws-pipelined refitted with each effect switched off, for every GPU with measurements
+# (results/<gpu>/ablations.json): `snakemake --cores all ablations`. About 10 minutes on
+# 2 cores; config ablations: true also runs them and shows them in the report.
+rule ablations:
+    input:
+        ablation_outputs(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import polars as pl
@@ -129,3 +130,32 @@ def test_fit_step_equals_the_heldout_scoring_fit():
     # without the correction the constants are the same
     alone, none, _ = A.fit_shipped(meas, PS, "llm", residual=False)
     assert none is None and alone.to_dict() == fitted.to_dict()
+
+
+def assert_same_scores(a: dict, b: dict) -> None:
+    """Equal scores (to the last bits: a mean over polars groups may sum in any order)."""
+    assert a.keys() == b.keys()
+    for key, x in a.items():
+        if isinstance(x, dict):
+            assert_same_scores(x, b[key])
+        elif isinstance(x, float):
+            assert math.isclose(x, b[key], rel_tol=1e-12) or (math.isnan(x) and math.isnan(b[key])), key
+        else:
+            assert x == b[key], key
+
+
+def test_ablations_alone_equal_those_of_the_full_scoring(monkeypatch):
+    # the workflow scores the ablations in their own, opt-in job (results/<gpu>/ablations.json):
+    # "ws-pipelined+fit" and each effect switched off, the figures of evaluate_accuracy's
+    monkeypatch.setattr(W, "EFFECTS", W.EFFECTS[:2])  # two effects keep the test quick
+    meas = synthetic()
+    quiet = dict(heldout="llm", n_splits=3, progress=lambda s: None)
+    full, _ = A.evaluate_accuracy(meas, PS, models=["sol"], ablations=True, **quiet)
+    alone, preds = A.evaluate_ablations(meas, PS, **quiet)
+    names = {"ws-pipelined+fit", *(f"ws-pipelined+fit-no-{e}" for e in W.EFFECTS)}
+    assert {k for k in alone if k not in A.SPLIT_KEYS} == names == set(preds["model"])
+    for name in names:
+        for a, b in ((alone, full), (alone["heldout"], full["heldout"]), (alone["all"], full["all"])):
+            assert_same_scores(a[name], b[name])
+    no_ablations, _ = A.evaluate_accuracy(meas, PS, models=["sol"], ablations=False, **quiet)
+    assert not any("-no-" in k for k in no_ablations)

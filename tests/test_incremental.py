@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gemmperf.models.ws_pipelined import EFFECTS
+
 SNAKEMAKE = shutil.which("snakemake")
 pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")
 
@@ -117,16 +119,17 @@ class Workflow:
         (self.root / "test-config.yaml").write_text(yaml.safe_dump(cfg))
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(self.root), "--cores", "2",
-               "--configfile", str(self.root / "test-config.yaml"), *args]
+        # args (targets, flags) before --configfile, whose list would swallow a target
+        cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(self.root), "--cores", "2", *args,
+               "--configfile", str(self.root / "test-config.yaml")]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=self.env)
         if check:
             assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
         return proc
 
-    def pending(self) -> dict[str, int]:
-        """Rule -> job count that a dry run would run now."""
-        out = self.run("-n", "--quiet", "rules")
+    def pending(self, *args: str) -> dict[str, int]:
+        """Rule -> job count that a dry run (of ``args``: targets, --config) would run now."""
+        out = self.run(*args, "-n", "--quiet", "rules")
         text = out.stdout + out.stderr
         if "Nothing to be done" in text:
             return {}
@@ -186,6 +189,31 @@ def shipped_wf(shipped_base, tmp_path) -> Workflow:
 def test_full_run_then_dry_run_has_nothing_to_do(shipped_wf):
     assert (shipped_wf.root / "results" / SLUG / "accuracy.json").is_file()
     assert shipped_wf.pending() == {}
+    # the ablations are opt-in: not run, and the report says where they are
+    assert not (shipped_wf.root / "results" / SLUG / "ablations.json").exists()
+    acc = json.loads((shipped_wf.root / "results" / SLUG / "accuracy.json").read_text())
+    assert "ws-pipelined+fit+residual" in acc and not any("-no-" in model for model in acc)
+    page = (shipped_wf.root / "results" / SLUG / "report" / "index.html").read_text()
+    assert "Not run here" in page and "snakemake --cores all ablations" in page
+
+
+def test_ablations_run_on_request_and_rerun_nothing_else(shipped_wf):
+    # the switch adds the ablation job and reruns the report that shows it, nothing upstream
+    assert shipped_wf.pending("--config", "ablations=True") == {"score_ablations": 1, "report": 1, "index": 1,
+                                                                  "all": 1}
+    # the named target runs the ablations alone
+    assert shipped_wf.pending("ablations") == {"score_ablations": 1, "ablations": 1}
+    shipped_wf.run("ablations")
+    scores = json.loads((shipped_wf.root / "results" / SLUG / "ablations.json").read_text())
+    assert {m for m in scores if m not in ("heldout", "all", "meta")} == {
+        "ws-pipelined+fit", *(f"ws-pipelined+fit-no-{e}" for e in EFFECTS)}
+    assert shipped_wf.pending("ablations") == {}
+    # then the switch only redraws the report, which now shows the table
+    assert shipped_wf.pending("--config", "ablations=True") == {"report": 1, "index": 1, "all": 1}
+    shipped_wf.run("--config", "ablations=True")
+    page = (shipped_wf.root / "results" / SLUG / "report" / "index.html").read_text()
+    assert "Not run here" not in page and "mape_change_pct" in page and all(e in page for e in EFFECTS)
+    assert shipped_wf.pending("--config", "ablations=True") == {}
 
 
 # model_params apply to every stage that runs a model: fit, accuracy, predict, optimize, report

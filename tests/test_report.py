@@ -59,6 +59,48 @@ def test_nothing_measured_still_builds_every_page_and_says_so(tmp_path):
     assert summary["source"] == "catalog" and summary["measured_configurations"] == 0 and "best" not in summary
 
 
+def accuracy_rows(models: list[str]) -> pl.DataFrame:
+    """An accuracy.csv by hand: the models in order of increasing error, on every split."""
+    return pl.DataFrame([
+        {"split": split, "model": m, "family": "all", "n": 10, "shapes": 2, "median_ape_pct": 5.0 + i,
+         "mape_pct": 6.0 + i, "p90_ape_pct": 9.0 + i, "p95_ape_pct": 10.0 + i, "max_ape_pct": 20.0,
+         "within_10pct": 0.8, "geomean_ratio": 1.0, "spearman_mean": 0.9, "regret_mean_pct": 1.0}
+        for split in ("cv", "heldout", "all") for i, m in enumerate(models)])
+
+
+def test_report_says_where_the_ablations_are_when_they_were_not_run():
+    from dataclasses import replace
+
+    data = replace(catalog_data(), accuracy=accuracy_rows(["ws-pipelined+fit+residual", "ws-pipelined+fit", "sol"]))
+    page = build_pages(data)[0].render(NAV, "gemmperf")
+    assert "Ablations" in page and "Not run here" in page
+    assert "snakemake --cores all ablations" in page and "results/h100-sxm5-80gb/ablations.json" in page
+    assert "--config ablations=True" in page and "<table" in page  # the accuracy table is still there
+
+
+def test_report_shows_the_ablation_table_and_keeps_it_out_of_the_accuracy_table(tmp_path):
+    from gemmperf.report.data import split_ablations
+    from gemmperf.report.pages import summary
+
+    models = ["ws-pipelined+fit-no-smem_limit", "ws-pipelined+fit+residual", "ws-pipelined+fit",
+              "ws-pipelined+fit-no-padding", "sol"]
+    # an accuracy.csv written with ablations: they move to their own table
+    acc, abl = split_ablations(accuracy_rows(models), None)
+    assert not acc["model"].str.contains("-no-").any()
+    assert set(abl["model"]) == {"ws-pipelined+fit", "ws-pipelined+fit-no-smem_limit", "ws-pipelined+fit-no-padding"}
+    # an ablations.csv given: the accuracy table loses its ablation rows, the given table is kept
+    given = accuracy_rows(["ws-pipelined+fit", "ws-pipelined+fit-no-pipelining"])
+    assert split_ablations(accuracy_rows(models), given)[1] is given
+    from dataclasses import replace
+
+    data = replace(catalog_data(), accuracy=acc, ablations=abl)
+    page = build_pages(data)[0].render(NAV, "gemmperf")
+    assert "Not run here" not in page and "mape_change_pct" in page
+    assert "smem_limit" in page and "padding" in page and "none (every effect on)" in page
+    # the best model of each split is never an ablation (here one is the most accurate)
+    assert {v["model"] for v in summary(data)["best"].values()} == {"ws-pipelined+fit+residual"}
+
+
 def test_every_chart_has_a_caption_and_the_js_is_inlined_once(tmp_path):
     for page in build_pages(catalog_data()):
         html = page.render(NAV, "t")

@@ -93,7 +93,21 @@ def all_outputs():
         out.append(f"results/{gpu}/report/index.html")
         if PLAN.gpus[gpu].testlists_measured:
             out.append(f"results/{gpu}/accuracy.json")
-    return out
+    return out + (ablation_outputs() if config["ablations"] else [])
+
+
+def ablation_outputs():
+    """The ablation scores of every GPU with measurements (the target `ablations`)."""
+    return [
+        f"results/{g}/ablations.json" for g in GPUS if PLAN.gpus[g].testlists_measured
+    ]
+
+
+def report_ablations(wildcards):
+    """The ablation table for the report, when the config asks for ablations."""
+    if not (config["ablations"] and gpu_plan(wildcards).testlists_measured):
+        return []
+    return f"results/{wildcards.gpu}/ablations.csv"
 
 
 def kernel_speed(wildcards):

@@ -53,7 +53,7 @@ rule fit_params:
 # Out-of-sample accuracy (grouped CV by shape + the held-out testlist); scores only.
 # The per-fold fits run on {threads} worker processes: 4 asked, which a local run lowers
 # to --cores and a cluster job gets as CPUs (workflow.cores is undefined under a profile
-# that sets only --jobs).
+# that sets only --jobs). The ablations are not part of it: rule score_ablations below.
 rule accuracy:
     output:
         accuracy="results/{gpu}/accuracy.json",
@@ -77,5 +77,34 @@ rule accuracy:
         "gemmperf accuracy --gpu {input.hardware} --microbench {input.microbench}"
         " --measurements {input.measurements} --heldout {params.heldout}"
         " --families {params.families} --dtype {params.dtype} {params.residual}"
-        " {params.overrides} --jobs {threads} --out {output.accuracy}"
+        " {params.overrides} --no-ablations --jobs {threads} --out {output.accuracy}"
         " --table {output.table} --predictions {output.predictions} > {log} 2>&1"
+
+
+# ws-pipelined refitted with each of its effects switched off, on the same splits as
+# accuracy (plus ws-pipelined+fit, their baseline): about 10 minutes on 2 cores, so only
+# on request, by the target `ablations` or the config's ablations: true
+# (which also shows them in the report).
+rule score_ablations:
+    output:
+        scores="results/{gpu}/ablations.json",
+        table="results/{gpu}/ablations.csv",
+    input:
+        hardware="results/{gpu}/hardware.json",
+        microbench=microbench,
+        measurements=all_measurements,
+    threads: 4
+    params:
+        families=",".join(config["families"]),
+        dtype=config["dtype"],
+        heldout=config["heldout_testlist"],
+        overrides=SET_PARAMS,
+        code=code_version("accuracy"),
+    log:
+        "logs/{gpu}/ablations.log",
+    shell:
+        "gemmperf accuracy --gpu {input.hardware} --microbench {input.microbench}"
+        " --measurements {input.measurements} --heldout {params.heldout}"
+        " --families {params.families} --dtype {params.dtype} {params.overrides}"
+        " --ablations-only --jobs {threads} --out {output.scores}"
+        " --table {output.table} > {log} 2>&1"

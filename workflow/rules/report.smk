@@ -50,6 +50,7 @@ rule report:
         tilings=expand("results/{{gpu}}/tilings/{testlist}.csv", testlist=TESTLISTS),
         accuracy=if_measured("results/{gpu}/accuracy.csv"),
         out_of_sample=if_measured("results/{gpu}/out_of_sample.parquet"),
+        ablations=report_ablations,
         microbench=microbench,
         kernel_speed=kernel_speed,
         shipped_readme=lambda w: (
@@ -74,6 +75,7 @@ rule report:
         " --tilings {input.tilings} --source {params.source} --note {params.note:q}"
         " --skipped {params.skipped:q} --heldout {params.heldout}"
         " --accuracy {input.accuracy} --out-of-sample {input.out_of_sample}"
+        " --ablations {input.ablations}"
         " --microbench {input.microbench} --kernel-speed {input.kernel_speed}"
         " --shipped-readme {input.shipped_readme} {params.overrides}"
         " --out-dir results/{wildcards.gpu}/report"

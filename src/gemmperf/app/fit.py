@@ -3,7 +3,8 @@
 fit:      microbench CSV (+ measurement CSVs) -> params.json (+ correction.json), both
           from one fit on every development row
 accuracy: microbench CSV + measurement CSVs -> accuracy.json, accuracy table, out-of-sample
-          predictions (scores only; writes no parameters)
+          predictions (scores only; writes no parameters); with --ablations-only the
+          ablations alone (results/<gpu>/ablations.json in the workflow)
 
 A measurement CSV's testlist is its file stem (results/<gpu>/measurements/llm.csv -> llm).
 The held-out testlist (--heldout) never enters any fit, in either command. ``--set``
@@ -20,7 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import UserError
-from ..fit.accuracy import available_cores, evaluate_accuracy, fit_shipped, table
+from ..fit.accuracy import available_cores, evaluate_ablations, evaluate_accuracy, fit_shipped, table
 from ..fit.microbench import default_paramset, fit_paramset
 from ..params import ParamSet
 from .modelparams import add_set_flag, parse_overrides
@@ -83,16 +84,27 @@ def cmd_fit(a) -> int:
     return 0
 
 
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
 def cmd_accuracy(a) -> int:
+    if a.ablations_only and (a.no_ablations or a.models):
+        raise UserError("--ablations-only scores ws-pipelined+fit and its ablations: "
+                        "not with --no-ablations or --models")
     pset = base_params(a)
     meas = read_measurements(a.measurements)
     if not meas:
         raise UserError("accuracy: give --measurements CSV files")
     models = [m.strip() for m in a.models.split(",")] if a.models else None
-    acc, preds = evaluate_accuracy(meas, pset, heldout=a.heldout, models=models, n_splits=a.folds,
-                                   residual=not a.no_residual, ablations=not a.no_ablations,
-                                   progress=lambda s: print(s, file=sys.stderr),
-                                   jobs=a.jobs if a.jobs > 0 else available_cores())
+    jobs = a.jobs if a.jobs > 0 else available_cores()
+    if a.ablations_only:
+        acc, preds = evaluate_ablations(meas, pset, heldout=a.heldout, n_splits=a.folds, progress=_progress,
+                                        jobs=jobs)
+    else:
+        acc, preds = evaluate_accuracy(meas, pset, heldout=a.heldout, models=models, n_splits=a.folds,
+                                       residual=not a.no_residual, ablations=not a.no_ablations,
+                                       progress=_progress, jobs=jobs)
     write_text(a.out, json.dumps(acc, indent=2) + "\n")
     print(f"wrote {a.out}", file=sys.stderr)
     if a.table:
@@ -131,7 +143,11 @@ def add_parsers(sub) -> None:
     p.add_argument("--models", help="comma-separated analytical models (default: all)")
     p.add_argument("--folds", type=int, default=5)
     p.add_argument("--no-residual", action="store_true", help="skip the residual correction")
-    p.add_argument("--no-ablations", action="store_true", help="skip refitting with each effect off")
+    p.add_argument("--no-ablations", action="store_true",
+                   help="skip refitting ws-pipelined with each effect off (eleven refits per fold: ~10 min on 2 cores)")
+    p.add_argument("--ablations-only", action="store_true",
+                   help="score only ws-pipelined+fit (no correction) and its refits with each effect off; "
+                   "the workflow's results/<gpu>/ablations.json")
     p.add_argument("--jobs", type=int, default=0,
                    help="worker processes for the per-fold fits (default 0: every available core)")
     p.set_defaults(func=cmd_accuracy)

@@ -31,7 +31,7 @@ def cmd_report(a) -> int:
         predictions=_by_testlist(testlists, a.predictions, "predictions"),
         tilings=_by_testlist(testlists, a.tilings, "tilings"),
         heldout=a.heldout, accuracy=a.accuracy, out_of_sample=a.out_of_sample, microbench=a.microbench,
-        kernel_speed=a.kernel_speed, shipped_readme=a.shipped_readme,
+        kernel_speed=a.kernel_speed, shipped_readme=a.shipped_readme, ablations=a.ablations,
     )
     data.pset.overrides.update(parse_overrides(a.set))
     for path in write_gpu_report(data, Path(a.out_dir), Path(a.images_dir) if a.images_dir else None):
@@ -61,6 +61,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--heldout", help="the held-out testlist")
     p.add_argument("--accuracy", nargs="?", help="accuracy.csv")
     p.add_argument("--out-of-sample", nargs="?", help="out_of_sample.parquet")
+    p.add_argument("--ablations", nargs="?",
+                   help="ablations.csv (gemmperf accuracy --ablations-only --table); absent: the report says how to run them")
     p.add_argument("--microbench", nargs="?", help="microbench.csv")
     p.add_argument("--kernel-speed", nargs="?", help="benchmarks/results/kernel_speed_*.json")
     p.add_argument("--shipped-readme", nargs="?", help="the shipped data's README.md")

@@ -13,7 +13,9 @@ Models scored: every analytical model with the microbenchmark parameters as give
 kernel fit, so out of sample by construction), "ws-pipelined+fit" (constants fitted per
 fold), "ws-pipelined+fit+residual" (plus the correction fitted per fold), and with
 ``ablations`` each effect of ws-pipelined switched off ("ws-pipelined+fit-no-<effect>",
-refitted per fold).
+refitted per fold). ``evaluate_ablations`` scores only "ws-pipelined+fit" and its
+ablations: twelve refits per fold, ~10 min on 2 cores against ~3 min for the rest, so
+the workflow runs them on request (results/<gpu>/ablations.json).
 
 Metrics (``metrics``), per model and per family (and "all"), on absolute percentage
 error APE = |pred/meas - 1| x 100: mape_pct, median_ape_pct, p90_ape_pct,
@@ -225,16 +227,33 @@ def evaluate_accuracy(measurements: dict[str, pl.DataFrame], pset: ParamSet, hel
     ``jobs``: worker processes for the (variant, fold) fits (1: all in this process; the
     figures do not depend on it). The parameters and correction the later stages use
     come from ``fit_shipped`` (the fit step), never from here."""
+    variants = [(FIT, None, residual)] + (ablation_variants() if ablations else [])
     with single_thread_blas():
-        return _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, ablations, progress,
-                                  jobs)
+        return _evaluate(measurements, pset, heldout, list(models or MODELS), n_splits, variants, progress, jobs)
 
 
-def _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, ablations, progress, jobs):
+def ablation_variants() -> list[tuple[str, dict, bool]]:
+    """(model name, switches, residual) of each effect of ws-pipelined switched off."""
+    return [(f"{FIT}{ABLATION_MARK}{e}", {e: False}, False) for e in W.EFFECTS]
+
+
+def evaluate_ablations(measurements: dict[str, pl.DataFrame], pset: ParamSet, heldout: str | None = None,
+                       n_splits: int = 5, progress=print, jobs: int = 1) -> tuple[dict, pl.DataFrame]:
+    """The ablations alone, in ``evaluate_accuracy``'s format and splits: "ws-pipelined+fit"
+    (the baseline, no correction) and "ws-pipelined+fit-no-<effect>" for each effect,
+    each refitted per fold. Their figures equal those of ``evaluate_accuracy(...,
+    ablations=True)``."""
+    variants = [(FIT, None, False)] + ablation_variants()
+    with single_thread_blas():
+        return _evaluate(measurements, pset, heldout, [], n_splits, variants, progress, jobs)
+
+
+def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress, jobs):
+    """Score the analytical ``models`` (microbenchmark parameters) and the fitted
+    ``variants`` (name, ws-pipelined switches, with residual) on the same splits."""
     dev, held = split_rows(measurements, heldout)
     if dev.height == 0:
         raise UserError("no development measurements (all rows are held out or invalid)")
-    models = list(models or MODELS)
     keep = [c for c in dev.columns if c in OUT_OF_SAMPLE_COLUMNS]
     acc: dict = {"heldout": {}}
     preds = []
@@ -253,9 +272,6 @@ def _evaluate_accuracy(measurements, pset, heldout, models, n_splits, residual, 
         progress(f"accuracy: {name} (microbenchmark parameters) done")
 
     folds, k = group_folds(dev.get_column("shape"), n_splits)
-    variants = [(FIT, None, residual)]
-    if ablations:
-        variants += [(f"{FIT}{ABLATION_MARK}{e}", {e: False}, False) for e in W.EFFECTS]
     # every (variant, fold) fit is independent: (train, test, options, residual) tasks,
     # run here or on `jobs` worker processes; each sees its training rows only
     tasks = []

@@ -12,7 +12,7 @@ import polars as pl
 from ..hardware import GPU, load_gpu
 from ..params import ParamSet
 from ..problem import DTYPE_BYTES
-from ..tables import MEASURED_FLOATS, read_measurements
+from ..tables import ABLATION_MARK, FITTED_MODEL, MEASURED_FLOATS, read_measurements
 
 
 @dataclass
@@ -25,7 +25,8 @@ class ReportData:
     heldout: str | None
     predictions: pl.DataFrame  # every testlist, column "testlist"
     tilings: dict[str, pl.DataFrame]
-    accuracy: pl.DataFrame | None = None  # accuracy.csv
+    accuracy: pl.DataFrame | None = None  # accuracy.csv, without ablations
+    ablations: pl.DataFrame | None = None  # ablations.csv (or the ablation rows of accuracy.csv)
     out_of_sample: pl.DataFrame | None = None
     microbench: pl.DataFrame | None = None
     kernel_speed: dict | None = None
@@ -87,6 +88,18 @@ def with_derived(df: pl.DataFrame) -> pl.DataFrame:
     return df
 
 
+def split_ablations(acc: pl.DataFrame | None, abl: pl.DataFrame | None):
+    """(accuracy table without ablation rows, ablation table): an accuracy.csv written
+    with ablations (``gemmperf accuracy`` without --no-ablations) gives them its own
+    ablation rows and its ws-pipelined+fit baseline when there is no ablations.csv."""
+    if acc is None or acc.height == 0 or "model" not in acc.columns:
+        return acc, abl
+    marked = pl.col("model").str.contains(ABLATION_MARK, literal=True)
+    if abl is None and acc.filter(marked).height:
+        abl = acc.filter(marked | (pl.col("model") == FITTED_MODEL))
+    return acc.filter(~marked), abl
+
+
 def load(
     hardware: str | Path,
     params: str | Path,
@@ -101,6 +114,7 @@ def load(
     microbench: str | Path | None = None,
     kernel_speed: str | Path | None = None,
     shipped_readme: str | Path | None = None,
+    ablations: str | Path | None = None,
 ) -> ReportData:
     gpu = load_gpu(hardware)
     pset = ParamSet.load(params, gpu)
@@ -110,6 +124,8 @@ def load(
         preds = preds.with_columns(
             split=pl.when(pl.col("testlist") == heldout).then(pl.lit("held out")).otherwise(pl.lit("fitted on"))
         )
+    acc, abl = split_ablations(pl.read_csv(accuracy) if accuracy else None,
+                               pl.read_csv(ablations) if ablations else None)
     oos = None
     if out_of_sample:
         oos = with_derived(pl.read_parquet(out_of_sample))
@@ -122,7 +138,8 @@ def load(
         heldout=heldout,
         predictions=preds,
         tilings={t: pl.read_csv(p, infer_schema_length=10000) for t, p in tilings.items()},
-        accuracy=pl.read_csv(accuracy) if accuracy else None,
+        accuracy=acc,
+        ablations=abl,
         out_of_sample=oos,
         microbench=read_measurements(microbench) if microbench else None,
         kernel_speed=json.loads(Path(kernel_speed).read_text()) if kernel_speed else None,

@@ -138,9 +138,45 @@ def overview(data: ReportData) -> Page:
         page.chart(charts.accuracy_bars(t.filter(pl.col("model").is_in(models)), models),
                    "Median absolute percentage error of each model on configurations its fit did not see; "
                    "shorter is better, held-out (another testlist) against cross-validated.")
+        ablations_section(page, data)
     page.h2("Pages")
     page.add("<ul>" + "".join(f"<li><a href='{f}'>{esc(t)}</a></li>" for f, t in NAV[1:]) + "</ul>")
     return page
+
+
+ABLATIONS_NOT_RUN = (
+    "Not run here. The ablations refit ws-pipelined once per effect and fold with that effect "
+    "switched off (about 10 minutes on 2 cores, twice the rest of the workflow), so the "
+    "default run leaves them out. To show them on this page: snakemake --cores all --config "
+    "ablations=True (or ablations: true in config/config.yaml). The tables alone: "
+    "snakemake --cores all ablations, which writes results/{slug}/ablations.json and "
+    "ablations.csv. The figures last recorded on the shipped data: benchmarks/MODEL_ACCURACY.md."
+)
+
+
+def ablation_table(abl: pl.DataFrame) -> pl.DataFrame:
+    """One row per split and effect switched off, with the change of MAPE against every
+    effect on (ws-pipelined+fit on the same split)."""
+    t = abl.filter((pl.col("family") == "all") & ((pl.col("model") == FITTED_MODEL)
+                                                  | pl.col("model").str.contains(ABLATION_MARK, literal=True)))
+    base = t.filter(pl.col("model") == FITTED_MODEL).select("split", base=pl.col("mape_pct"))
+    off = pl.col("model").str.split(ABLATION_MARK).list.last()
+    return t.join(base, on="split", how="left").with_columns(
+        effect_off=pl.when(pl.col("model") == FITTED_MODEL).then(pl.lit("none (every effect on)")).otherwise(off),
+        mape_change_pct=pl.col("mape_pct") - pl.col("base"),
+    ).select("split", "effect_off", "n", "mape_pct", "mape_change_pct", "median_ape_pct", "p95_ape_pct",
+             "spearman_mean", "regret_mean_pct").sort("split", "mape_pct")
+
+
+def ablations_section(page: Page, data: ReportData) -> None:
+    page.h2("Ablations: ws-pipelined with one effect switched off (out of sample)")
+    if data.ablations is None:
+        _none(page, ABLATIONS_NOT_RUN.format(slug=data.gpu.slug))
+        return
+    page.p("Each effect of ws-pipelined switched off in turn, its constants refitted on the same folds "
+           "(no residual correction). mape_change_pct: MAPE minus that of every effect on, on the same split; "
+           "a large positive change means the effect earns its keep.")
+    page.add(table_html(ablation_table(data.ablations), max_rows=400))
 
 
 # ------------------------------------------------------------------------- predicted/measured
