@@ -20,6 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
+from .. import tables
 from ..errors import UserError
 from ..fit.accuracy import available_cores, evaluate_ablations, evaluate_accuracy, fit_shipped, table
 from ..fit.microbench import default_paramset, fit_paramset
@@ -31,23 +32,8 @@ FAMILIES_DEFAULT = "ws-hopper,ws-ampere,simt"
 
 
 def read_measurements(paths) -> dict[str, pl.DataFrame]:
-    """Measurement CSVs by testlist (the file stem), with the columns every fit needs."""
-    out = {}
-    for p in paths or []:
-        path = Path(p)
-        if not path.is_file():
-            raise UserError(f"{path}: measurement file not found")
-        try:
-            df = pl.read_csv(path, infer_schema_length=None)
-        except pl.exceptions.PolarsError as err:
-            raise UserError(f"{path}: cannot read measurements ({err})") from None
-        missing = [c for c in ("m", "n", "k", "family", "dtype", "time_us") if c not in df.columns]
-        if missing:
-            raise UserError(f"{path}: missing column(s) {', '.join(missing)}")
-        if "persistent" in df.columns and df.schema["persistent"] == pl.Utf8:
-            df = df.with_columns(pl.col("persistent").str.to_lowercase() == "true")
-        out[path.stem] = df
-    return out
+    """Measurement CSVs by testlist (the file stem), read by the one strict reader."""
+    return {Path(p).stem: tables.read_measurements(p) for p in paths or []}
 
 
 def base_params(a) -> ParamSet:
