@@ -1,7 +1,8 @@
 import pytest
 
 from gemmperf.errors import UserError
-from gemmperf.problem import KernelConfig, Shape, parse_shape, read_testlist, shard
+from gemmperf.problem import (MAX_DIM, MAX_FLOPS, KernelConfig, Shape, operand_bytes, parse_shape,
+                              read_testlist, shard)
 
 
 def write(tmp_path, text, name="t.csv"):
@@ -19,12 +20,15 @@ def test_reads_testlist_with_and_without_dtype(tmp_path):
 @pytest.mark.parametrize(
     "text, fragment",
     [
-        ("m,n,k\n1,2,3\n4,x,6\n", ":3: n = 'x' is not an integer"),
-        ("m,n,k\n1,2,0\n", ":2: k = 0 must be >= 1"),
+        ("m,n,k\n1,2,3\n4,x,6\n", ":3: column n = 'x': not an integer"),
+        ("m,n,k\n1,2,0\n", ":2: column k = '0': must be >= 1"),
         ("m,n,k\n1,2\n", ":2: expected 3 values, got 2"),
-        ("m,n,q\n1,2,3\n", ":1: header"),
-        ("m,n,k,dtype\n1,2,3,int3\n", ":2: dtype = 'int3' is unknown"),
-        ("", ":1: empty testlist"),
+        ("m,n,q\n1,2,3\n", ":1: unknown column 'q'"),
+        ("m,n,k,dtype\n1,2,3,int3\n", ":2: column dtype = 'int3': unknown dtype"),
+        ("m,n,k\n1,2,3\n# a comment\n1,2,3\n", ":4: 1,2,3,bf16 is listed twice (lines 2 and 4)"),
+        ("m,n,k\n99999999999999999999,2,3\n", ":2: column m = '99999999999999999999': above the limit 2147483647"),
+        ("m,n,k\n2147483647,2147483647,2\n", ":2: column k = '2': 2*M*N*K = "),
+        ("", ":1: empty"),
         ("m,n,k\n", "has no problems"),
     ],
 )
@@ -56,7 +60,8 @@ def test_shipped_testlists_are_valid(repo_root):
 
 def test_kernel_config_validation():
     KernelConfig(family="simt", dtype="fp32")
-    for bad in (dict(family="cublas"), dict(tile_m=0), dict(stages=2.5), dict(raster="zigzag"), dict(dtype="int3")):
+    for bad in (dict(family="cublas"), dict(tile_m=0), dict(stages=2.5), dict(raster="zigzag"), dict(dtype="int3"),
+                dict(tile_n=2**31)):
         with pytest.raises(UserError):
             KernelConfig(**bad)
     assert KernelConfig().key() == KernelConfig().key()
@@ -65,7 +70,8 @@ def test_kernel_config_validation():
 
 def test_parse_shape_and_shard():
     assert parse_shape("4096x257x7168") == Shape(4096, 257, 7168)
-    for bad in ("4096x257", "1x0x1", "axbxc"):
+    for bad in ("4096x257", "1x0x1", "axbxc", "99999999999999999999x1x1", "2147483648x1x1",
+                "300000x300000x300000"):
         with pytest.raises(UserError):
             parse_shape(bad)
     items = list(range(10))
@@ -73,3 +79,19 @@ def test_parse_shape_and_shard():
     assert sorted(sum(parts, [])) == items
     with pytest.raises(UserError):
         shard(items, 3, 3)
+
+
+def test_operand_bytes_counts_a_b_scales_and_c():
+    assert operand_bytes(Shape(2, 3, 4, "bf16")) == (2 * 4 + 4 * 3) * 2 + 2 * 3 * 2
+    assert operand_bytes(Shape(2, 3, 4, "fp8"), out_dtype="bf16") == (2 * 4 + 4 * 3) + 2 * 3 * 2
+    # nvfp4: half a byte per element plus one byte per 16 elements along K
+    assert operand_bytes(Shape(16, 16, 32, "nvfp4")) == 32 * 32 // 2 + 32 * 2 + 16 * 16 // 2
+
+
+def test_parse_shape_limits_are_the_named_ones():
+    assert parse_shape(f"{MAX_DIM}x1x1") == Shape(MAX_DIM, 1, 1)
+    with pytest.raises(UserError, match="above the limit 2147483647"):
+        parse_shape(f"{MAX_DIM + 1}x1x1")
+    with pytest.raises(UserError, match="2\\*M\\*N\\*K"):
+        parse_shape("4096x4096x1000000000")
+    assert parse_shape("4096x128000x7168").flops <= MAX_FLOPS

@@ -6,11 +6,12 @@ on machines that have numpy and cuda-python but not polars.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import csvfile
 from .errors import UserError, where
 
 # Bytes per element. nvfp4 / fp4 are 4-bit; scale factors are counted separately.
@@ -40,6 +41,16 @@ def check_dtype(dtype: str, origin: str = "dtype") -> str:
     return dtype
 
 
+# Sizes the arithmetic can hold. The kernels take M, N and K as 32-bit ints (and TMA
+# boxes address each dimension with 32-bit coordinates), so no dimension may pass
+# 2**31 - 1; the models compute times from 2*M*N*K and byte counts in float64, which
+# holds integers exactly up to 2**53, so the flops may not pass that either.
+MAX_DIM = 2**31 - 1
+MAX_DIM_WHY = "the kernels index M, N and K with 32-bit ints"
+MAX_FLOPS = 2**53
+MAX_FLOPS_WHY = "2*M*N*K must be exact in float64"
+
+
 @dataclass(frozen=True, order=True)
 class Shape:
     m: int
@@ -55,16 +66,42 @@ class Shape:
         return f"{self.m}x{self.n}x{self.k}:{self.dtype}"
 
 
+def check_flops(m: int, n: int, k: int) -> None:
+    """Stop where 2*M*N*K passes MAX_FLOPS (each dimension already <= MAX_DIM)."""
+    if 2 * m * n * k > MAX_FLOPS:
+        raise UserError(f"2*M*N*K = {2 * m * n * k} is above the limit 2**53 ({MAX_FLOPS_WHY})")
+
+
+def operand_bytes(shape: Shape, out_dtype: str | None = None) -> int:
+    """Bytes of A (MxK), B (KxN), their scale factors and C (MxN, ``out_dtype``, by
+    default the input's type): what must fit in GPU memory to run the problem."""
+    inputs = (shape.m + shape.n) * shape.k * DTYPE_BYTES[shape.dtype]
+    if shape.dtype in SCALE_FACTORS:
+        per, size = SCALE_FACTORS[shape.dtype]
+        inputs += (shape.m + shape.n) * -(-shape.k // per) * size
+    out = shape.m * shape.n * DTYPE_BYTES[out_dtype or shape.dtype]
+    return math.ceil(inputs + out)
+
+
+_DIM = csvfile.integer(1, MAX_DIM, MAX_DIM_WHY)
+
+
 def parse_shape(text: str, dtype: str = "bf16") -> Shape:
-    """'MxNxK' -> Shape."""
+    """'MxNxK' -> Shape, each size in [1, MAX_DIM] and 2*M*N*K <= MAX_FLOPS."""
     parts = text.lower().split("x")
+    if len(parts) != 3:
+        raise UserError(f"shape {text!r}: expected MxNxK with positive integers")
+    dims = []
+    for name, raw in zip("MNK", parts):
+        try:
+            dims.append(_DIM(raw.strip()))
+        except ValueError as err:
+            raise UserError(f"shape {text!r}: {name} = {raw.strip()!r}: {err}") from None
     try:
-        m, n, k = (int(p) for p in parts)
-    except ValueError:
-        raise UserError(f"shape {text!r}: expected MxNxK with positive integers") from None
-    if min(m, n, k) < 1:
-        raise UserError(f"shape {text!r}: M, N and K must be >= 1")
-    return Shape(m, n, k, check_dtype(dtype))
+        check_flops(*dims)
+    except UserError as err:
+        raise UserError(f"shape {text!r}: {err}") from None
+    return Shape(*dims, check_dtype(dtype))
 
 
 @dataclass(frozen=True)
@@ -102,6 +139,8 @@ class KernelConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise UserError(f"{name} must be a positive integer, got {value!r}")
+            if value > MAX_DIM:
+                raise UserError(f"{name} = {value} is above the limit {MAX_DIM} ({MAX_DIM_WHY})")
         if not isinstance(self.persistent, bool):
             raise UserError(f"persistent must be true or false, got {self.persistent!r}")
 
@@ -131,51 +170,34 @@ CONFIG_COLUMNS = tuple(f.name for f in dataclasses.fields(KernelConfig))
 
 
 def read_testlist(path: str | Path, default_dtype: str = "bf16") -> list[Shape]:
-    """Read a testlist CSV (header ``m,n,k`` and an optional ``dtype`` column).
+    """Read a testlist CSV: header ``m,n,k`` with an optional ``dtype`` column; blank
+    lines and lines starting with '#' are skipped.
 
-    A malformed row stops with one message naming the file, line and value.
+    Read by ``csvfile.read``: a bad header, row or value, a size over MAX_DIM, a shape
+    over MAX_FLOPS or a problem listed twice stops with one message naming the file,
+    line and value.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path}: testlist not found")
+    columns = {"m": _DIM, "n": _DIM, "k": _DIM, "dtype": csvfile.choice(DTYPE_BYTES, "dtype")}
+    table = csvfile.read(path, columns, required=("m", "n", "k"), nonempty=("m", "n", "k", "dtype"),
+                         comments=True, check_row=_check_row_flops, what="testlist")
     shapes: list[Shape] = []
-    with path.open(newline="") as fh:
-        reader = csv.reader(fh)
-        try:
-            header = [h.strip().lower() for h in next(reader)]
-        except StopIteration:
-            raise UserError(f"{where(path, 1)}: empty testlist, expected a header m,n,k") from None
-        missing = [c for c in ("m", "n", "k") if c not in header]
-        extra = [c for c in header if c not in ("m", "n", "k", "dtype")]
-        if missing or extra:
-            raise UserError(
-                f"{where(path, 1)}: header {','.join(header)!r} must be m,n,k with an optional dtype"
-            )
-        idx = {c: header.index(c) for c in header}
-        for line_no, row in enumerate(reader, start=2):
-            if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith("#"):
-                continue
-            if len(row) != len(header):
-                raise UserError(
-                    f"{where(path, line_no)}: expected {len(header)} values, got {len(row)}: {','.join(row)!r}"
-                )
-            dims = []
-            for c in ("m", "n", "k"):
-                raw = row[idx[c]].strip()
-                try:
-                    value = int(raw)
-                except ValueError:
-                    raise UserError(f"{where(path, line_no)}: {c} = {raw!r} is not an integer") from None
-                if value < 1:
-                    raise UserError(f"{where(path, line_no)}: {c} = {value} must be >= 1")
-                dims.append(value)
-            dtype = row[idx["dtype"]].strip() if "dtype" in idx else default_dtype
-            if dtype not in DTYPE_BYTES:
-                raise UserError(f"{where(path, line_no)}: dtype = {dtype!r} is unknown")
-            shapes.append(Shape(*dims, dtype))
+    first: dict[Shape, int] = {}
+    for row, line in zip(table.rows, table.lines):
+        shape = Shape(row["m"], row["n"], row["k"], row.get("dtype") or check_dtype(default_dtype))
+        if shape in first:
+            raise UserError(f"{where(table.path, line)}: {shape.m},{shape.n},{shape.k},{shape.dtype} "
+                            f"is listed twice (lines {first[shape]} and {line})")
+        first[shape] = line
+        shapes.append(shape)
     if not shapes:
-        raise UserError(f"{path}: testlist has no problems")
+        raise UserError(f"{table.path}: testlist has no problems")
     return shapes
+
+
+def _check_row_flops(row: dict) -> None:
+    if 2 * row["m"] * row["n"] * row["k"] > MAX_FLOPS:
+        raise csvfile.BadValue(f"2*M*N*K = {2 * row['m'] * row['n'] * row['k']} is above the "
+                               f"limit 2**53 ({MAX_FLOPS_WHY})", "k")
 
 
 def shard(items: list, index: int, count: int) -> list:
