@@ -26,7 +26,8 @@ def test_schemas_agree_with_the_kernel_configuration():
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_every_shipped_table_reads_as_polars_infers_it(path):
     df = tables.read_measurements(path)
-    assert_frame_equal(df, pl.read_csv(path, infer_schema_length=None))
+    # the strict reader's frame is what polars infers from every row, bit for bit
+    assert_frame_equal(df, pl.read_csv(path, infer_schema_length=None), check_exact=True)
     assert df.schema["persistent"] == pl.Boolean and df.schema["time_us"] == pl.Float64
 
 
@@ -44,13 +45,58 @@ def test_bad_tables_stop_with_one_line_naming_the_file(tmp_path):
         tables.read_measurements(missing)
     short = tmp_path / "short.csv"
     short.write_text("m,n,k,family,dtype\n1,2,3,simt,fp32\n")
-    with pytest.raises(UserError, match="short.csv: missing column\\(s\\) time_us"):
+    with pytest.raises(UserError, match="short.csv:1: missing column\\(s\\) time_us"):
         tables.read_measurements(short)
     ragged = tmp_path / "ragged.csv"
     ragged.write_text("m,n,k,family,dtype,time_us\n1,2,3,simt,fp32,1.0\n1,2,3,simt,fp32,x,y,z\n")
     with pytest.raises(UserError) as err:
         tables.read_measurements(ragged)
-    assert str(err.value).startswith(f"{ragged}: cannot read measurements") and "\n" not in str(err.value)
+    assert str(err.value).startswith(f"{ragged}:3: expected 6 values, got 8") and "\n" not in str(err.value)
+
+
+HEADER = "m,n,k,family,dtype,status,time_us\n"
+
+
+@pytest.mark.parametrize("row, fragment", [
+    ("1,2,3,simt,fp32,ok,\n", ":2: column time_us = '': a row with status ok needs a finite time_us > 0"),
+    ("1,2,3,simt,fp32,ok,nan\n", ":2: column time_us = 'nan': a row with status ok needs"),
+    ("1,2,3,simt,fp32,ok,-1\n", ":2: column time_us = '-1.0': a row with status ok needs"),
+    ("1,2,3,simt,fp32,ok,fast\n", ":2: column time_us = 'fast': not a number"),
+    ("1,2,3,simt,fp32,okay,1.0\n", ":2: column status = 'okay': unknown status"),
+    ("1,2,3,simt,fp32,,1.0\n", ":2: column status is empty"),
+    ("1,2,3,,fp32,ok,1.0\n", ":2: column family = '': empty, a value is required"),
+    ("1,2,3,cublas,fp32,ok,1.0\n", ":2: column family = 'cublas': unknown family"),
+])
+def test_a_bad_measured_row_is_an_error_never_data(tmp_path, row, fragment):
+    path = tmp_path / "m.csv"
+    path.write_text(HEADER + row)
+    with pytest.raises(UserError) as err:
+        tables.read_measurements(path)
+    assert str(err.value).startswith(str(path)) and fragment in str(err.value)
+
+
+def test_failed_rows_are_kept_and_filtered_by_valid_rows(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text(HEADER + "1,2,3,simt,fp32,ok,1.5\n1,2,4,simt,fp32,timeout,\n1,2,5,simt,fp32,wrong_result,nan\n")
+    df = tables.read_measurements(path)
+    assert df["status"].to_list() == ["ok", "timeout", "wrong_result"]
+    assert tables.valid_rows(df)["k"].to_list() == [3]
+
+
+def test_parquet_measurements_are_checked_like_csv(tmp_path):
+    good = pl.DataFrame({"m": [1], "n": [2], "k": [3], "family": ["simt"], "dtype": ["fp32"],
+                         "status": ["ok"], "time_us": [1.0]})
+    good.write_parquet(tmp_path / "good.parquet")
+    assert_frame_equal(tables.read_measurements(tmp_path / "good.parquet"), good)
+    good.with_columns(time_us=pl.lit(float("inf"))).write_parquet(tmp_path / "inf.parquet")
+    with pytest.raises(UserError, match="inf.parquet: row 1: column time_us = 'inf'"):
+        tables.read_measurements(tmp_path / "inf.parquet")
+    good.with_columns(time_us=pl.lit("1.0")).write_parquet(tmp_path / "text.parquet")
+    with pytest.raises(UserError, match="column time_us has type String, expected Float64"):
+        tables.read_measurements(tmp_path / "text.parquet")
+    good.rename({"m": "M"}).write_parquet(tmp_path / "upper.parquet")
+    with pytest.raises(UserError, match="unknown column 'M'"):
+        tables.read_measurements(tmp_path / "upper.parquet")
 
 
 def test_a_measurement_table_read_as_configurations_keeps_its_rows():
@@ -59,3 +105,27 @@ def test_a_measurement_table_read_as_configurations_keeps_its_rows():
     assert cfg.columns[: len(tables.KEY_COLUMNS)] == list(tables.KEY_COLUMNS)
     assert cfg.height == meas.height
     assert_frame_equal(cfg.select(tables.INT_COLUMNS), meas.select(tables.INT_COLUMNS))
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("m,n,k,Tile_M\n1,2,3,64\n", ":1: unknown column 'Tile_M' (did you mean 'tile_m'?); known: m, n, k,"),
+    ("m,n,k,m\n1,2,3,1\n", ":1: column 'm' appears twice (columns 1 and 4)"),
+    ("m,n,k,tile_m\n1,2,3,0x40\n", ":2: column tile_m = '0x40': not an integer"),
+    ("m,n,k,persistent\n1,2,3,maybe\n", ":2: column persistent = 'maybe': not true or false"),
+    ("m,n,k,tile_n\n1,2,3,99999999999999999999999\n", ":2: column tile_n = '99999999999999999999999': above the limit"),
+    ("m,n,k\n4096,4096,1000000000\n", ":2: column k = '1000000000': 2*M*N*K = "),
+    ("m,n,k,status,time_us\n1,2,3,ok,inf\n", ":2: column time_us = 'inf': a row with status ok"),
+])
+def test_bad_configuration_tables_name_file_line_and_value(tmp_path, text, fragment):
+    path = tmp_path / "c.csv"
+    path.write_text(text)
+    with pytest.raises(UserError) as err:
+        read_configs(path)
+    assert str(err.value).startswith(str(path)) and fragment in str(err.value), str(err.value)
+
+
+def test_configuration_defaults_fill_empty_and_absent_columns(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text("# a comment\nm,n,k,stages\n1,2,3,\n\n4,5,6,7\n")
+    df = read_configs(path)
+    assert df["stages"].to_list() == [4, 7] and df["tile_m"].to_list() == [128, 128]

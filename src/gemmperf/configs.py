@@ -8,14 +8,15 @@ builds them from shapes and kernel sweeps.
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import polars as pl
 
+from . import csvfile
 from .errors import UserError, where
-from .problem import CONFIG_COLUMNS, KernelConfig, Shape
-from .tables import INT_COLUMNS, KEY_COLUMNS, MEASURED_FLOATS, MEASURED_INTS, SHAPE_COLUMNS
+from .problem import CONFIG_COLUMNS, MAX_FLOPS, MAX_FLOPS_WHY, KernelConfig, Shape
+from .tables import (INT_COLUMNS, KEY_COLUMNS, MEASURED_COLUMNS, MEASURED_FLOATS, MEASURED_INTS,
+                     MEASUREMENT_PARSERS, ROW_COLUMNS, SHAPE_COLUMNS, check_measured_row)
 
 _DEFAULTS = KernelConfig().as_dict()
 _SCHEMA = {
@@ -29,64 +30,59 @@ _SCHEMA = {
 
 
 def _parse_bool(raw: str) -> bool:
-    low = raw.strip().lower()
+    low = raw.lower()
     if low in ("1", "true", "yes", "y", "t"):
         return True
-    if low in ("0", "false", "no", "n", "f", ""):
+    if low in ("0", "false", "no", "n", "f"):
         return False
-    raise ValueError(raw)
+    raise csvfile.BadValue("not true or false")
+
+
+def _parsers() -> dict:
+    """The columns a configurations CSV may have: the configuration's (typed), and a
+    measurement's (checked; numbers as numbers, the rest kept as text)."""
+    parsers = {c: MEASUREMENT_PARSERS[c] for c in ROW_COLUMNS}
+    parsers.update({c: csvfile.as_text(parsers[c]) for c in MEASURED_COLUMNS
+                    if c not in MEASURED_FLOATS + MEASURED_INTS})
+    parsers["persistent"] = _parse_bool
+    return parsers
+
+
+_PARSERS = _parsers()
+_TEXT = tuple(c for c in MEASURED_COLUMNS if c not in MEASURED_FLOATS + MEASURED_INTS)
 
 
 def read_configs(path: str | Path) -> pl.DataFrame:
-    """Read a configurations CSV: m,n,k required; other config columns optional.
+    """Read a configurations CSV: m,n,k required; the other configuration columns
+    optional (empty or absent: KernelConfig's default); a measurement's columns
+    (tables.ROW_COLUMNS) may follow and are kept. Blank lines and lines starting with
+    '#' are skipped.
 
-    Every row is validated; the first bad value stops with file, line and value.
-    Extra columns (e.g. measured times) are kept as they are.
+    Read strictly (csvfile.read): unknown columns, bad values, sizes over the limits and
+    a row with status ok but no valid time stop with file, line, column and value.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path}: file not found")
+    table = csvfile.read(path, _PARSERS, required=SHAPE_COLUMNS, nonempty=SHAPE_COLUMNS, comments=True,
+                         check_row=_check_row, what="configuration file")
+    if not table.rows:
+        raise UserError(f"{table.path}: no configurations")
     rows = []
-    with path.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        header = [h.strip() for h in (reader.fieldnames or [])]
-        missing = [c for c in SHAPE_COLUMNS if c not in header]
-        if missing:
-            raise UserError(f"{where(path, 1)}: missing column(s) {', '.join(missing)}")
-        for line_no, raw in enumerate(reader, start=2):
-            row = {k.strip(): (v or "").strip() for k, v in raw.items() if k is not None}
-            rows.append(_validate_row(row, path, line_no))
-    if not rows:
-        raise UserError(f"{path}: no configurations")
+    for row, line in zip(table.rows, table.lines):
+        out = {c: (_DEFAULTS[c] if row.get(c) is None else row[c]) for c in KEY_COLUMNS}
+        out.update({c: ("" if row[c] is None and c in _TEXT else row[c]) for c in row if c not in KEY_COLUMNS})
+        try:
+            KernelConfig(**{c: out[c] for c in CONFIG_COLUMNS})
+        except UserError as err:
+            raise UserError(f"{where(table.path, line)}: {err}") from None
+        rows.append(out)
     return to_frame(rows)
 
 
-def _validate_row(row: dict, path: Path, line_no: int) -> dict:
-    out = dict(row)
-    for c in KEY_COLUMNS:
-        raw = row.get(c, "")
-        if raw == "":
-            if c in SHAPE_COLUMNS:
-                raise UserError(f"{where(path, line_no)}: {c} is empty")
-            out[c] = _DEFAULTS[c]
-            continue
-        try:
-            if c in INT_COLUMNS:
-                out[c] = int(raw)
-            elif c == "persistent":
-                out[c] = _parse_bool(raw)
-            else:
-                out[c] = raw
-        except ValueError:
-            raise UserError(f"{where(path, line_no)}: {c} = {raw!r} is not valid") from None
-    for c in SHAPE_COLUMNS:
-        if out[c] < 1:
-            raise UserError(f"{where(path, line_no)}: {c} = {out[c]} must be >= 1")
-    try:
-        KernelConfig(**{c: out[c] for c in CONFIG_COLUMNS})
-    except UserError as err:
-        raise UserError(f"{where(path, line_no)}: {err}") from None
-    return out
+def _check_row(row: dict) -> None:
+    if 2 * row["m"] * row["n"] * row["k"] > MAX_FLOPS:
+        raise csvfile.BadValue(f"2*M*N*K = {2 * row['m'] * row['n'] * row['k']} is above the limit "
+                               f"2**53 ({MAX_FLOPS_WHY})", "k")
+    if "status" in row:
+        check_measured_row(row, required=())
 
 
 def to_frame(rows: list[dict]) -> pl.DataFrame:

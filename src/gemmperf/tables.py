@@ -21,10 +21,13 @@ that work on polars frames import polars inside them.
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
+from . import csvfile
 from .errors import UserError
-from .problem import CONFIG_COLUMNS, KernelConfig
+from .problem import (CONFIG_COLUMNS, DTYPE_BYTES, FAMILIES, MAX_DIM, MAX_DIM_WHY, MODES, RASTERS,
+                      KernelConfig)
 
 # ------------------------------------------------------------------ configuration columns
 
@@ -62,6 +65,10 @@ MEASURED_FLOATS = ("time_us", "time_us_min", "time_us_max", "spread", "max_rel_e
 MEASURED_INTS = ("repeats", "launches_per_repeat", "registers", "smem_bytes", "spill_bytes")
 # a measurement table without these cannot be fitted, scored or compared
 MEASUREMENT_REQUIRED = ("m", "n", "k", "family", "dtype", "time_us")
+# the microbenchmark table's own columns, in front of ROW_COLUMNS (bench.microbench); its
+# bandwidth rows (kind dram, l2) measure no kernel and leave the KEY_COLUMNS empty
+MICROBENCH_COLUMNS = ("kind", "k_stages", "ctas", "bytes", "flops")
+MICROBENCH_REQUIRED = ("kind", "family", "dtype", "status", "time_us")
 
 # ------------------------------------------------------------------ prediction columns
 
@@ -79,28 +86,100 @@ OUT_OF_SAMPLE_COLUMNS = ("testlist", "shape", "family", "dtype", *SHAPE_COLUMNS,
 # ------------------------------------------------------------------ reading and filtering
 
 
+def _parsers() -> dict:
+    """Every column a measurement table may have, with its parser (csvfile)."""
+    dim = csvfile.integer(1, MAX_DIM, MAX_DIM_WHY)
+    count = csvfile.integer(0)
+    any_number = csvfile.number(finite=False)
+    parsers = {c: count for c in MICROBENCH_COLUMNS[1:]}
+    parsers.update({"kind": csvfile.text, **{c: dim for c in INT_COLUMNS}, **{c: count for c in MEASURED_INTS},
+                    **{c: any_number for c in MEASURED_FLOATS}})
+    parsers.update({"family": csvfile.choice(FAMILIES, "family"), "dtype": csvfile.choice(DTYPE_BYTES, "dtype"),
+                    "out_dtype": csvfile.choice(DTYPE_BYTES, "dtype"), "acc_dtype": csvfile.choice(DTYPE_BYTES, "dtype"),
+                    "raster": csvfile.choice(RASTERS, "raster"), "mode": csvfile.choice(MODES, "mode"),
+                    "status": csvfile.choice(STATUSES, "status"), "persistent": csvfile.boolean,
+                    "converged": csvfile.boolean, "warm_l2": csvfile.boolean})
+    columns = (*MICROBENCH_COLUMNS, *ROW_COLUMNS)
+    return {c: parsers.get(c, csvfile.text) for c in columns}
+
+
+MEASUREMENT_PARSERS = _parsers()
+
+
+def _polars_type(parser, pl):
+    return {"int": pl.Int64, "float": pl.Float64, "bool": pl.Boolean}.get(getattr(parser, "kind", ""), pl.Utf8)
+
+
+def check_measured_row(row: dict, required=MEASUREMENT_REQUIRED) -> None:
+    """A measured row's checks across columns: the ``required`` values are there (a
+    microbenchmark row, which has a ``kind``, may leave them empty; time_us only where
+    the row is ok), and a row with status ok (or no status column) has a finite
+    time_us > 0. Raises csvfile.BadValue."""
+    if "status" in row and row["status"] is None:
+        raise csvfile.BadValue("empty, a value is required", "status")
+    if "kind" not in row:
+        for c in required:
+            if c != "time_us" and row.get(c) is None:
+                raise csvfile.BadValue("empty, a value is required", c)
+    if row.get("status", "ok") == "ok":
+        time = row.get("time_us")
+        if time is None or not math.isfinite(time) or time <= 0:
+            raise csvfile.BadValue("a row with status ok needs a finite time_us > 0", "time_us")
+
+
 def read_measurements(path: str | Path, required=MEASUREMENT_REQUIRED):
-    """A measurement table (CSV, or parquet by suffix) as a polars DataFrame, types
-    inferred from every row; ``persistent`` as booleans. A missing or unreadable file or
-    a missing ``required`` column stops with one line naming the file."""
+    """A measurement table (CSV, or parquet by suffix) as a polars DataFrame.
+
+    Read strictly (csvfile.read): known columns only, each with its type
+    (MEASUREMENT_PARSERS: integers Int64, numbers Float64, true/false Boolean, the rest
+    text), the ``required`` columns present and filled, statuses known, and a row marked
+    ok has a finite time_us > 0; rows that failed are kept (``valid_rows`` filters).
+    The first bad header, row or value stops with one line naming the file, line,
+    column and value."""
     import polars as pl
 
     path = Path(path)
+    if path.suffix == ".parquet":
+        return _read_parquet(path, required)
+    table = csvfile.read(path, MEASUREMENT_PARSERS, required=required, nonempty=("status",),
+                         check_row=lambda row: check_measured_row(row, required), what="measurement file")
+    schema = {c: _polars_type(MEASUREMENT_PARSERS[c], pl) for c in table.columns}
+    return pl.DataFrame({c: table.column(c) for c in table.columns}, schema=schema)
+
+
+def _read_parquet(path: Path, required):
+    """A parquet measurement table, checked like a CSV one (columns, types, rows)."""
+    import polars as pl
+
     if not path.is_file():
         raise UserError(f"{path}: measurement file not found")
     try:
-        if path.suffix == ".parquet":
-            df = pl.read_parquet(path)
-        else:
-            df = pl.read_csv(path, infer_schema_length=None)
+        df = pl.read_parquet(path)
     except (pl.exceptions.PolarsError, OSError) as err:
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise UserError(f"{path}: cannot read measurements ({first})") from None
+    unknown = [c for c in df.columns if c not in MEASUREMENT_PARSERS]
+    if unknown:
+        raise UserError(f"{path}: unknown column {unknown[0]!r}; known: {', '.join(MEASUREMENT_PARSERS)}")
     missing = [c for c in required if c not in df.columns]
     if missing:
         raise UserError(f"{path}: missing column(s) {', '.join(missing)}")
-    if "persistent" in df.columns and df.schema["persistent"] == pl.Utf8:
-        df = df.with_columns(pl.col("persistent").str.to_lowercase() == "true")
+    for c in df.columns:
+        want = _polars_type(MEASUREMENT_PARSERS[c], pl)
+        if df.schema[c] != want and not (df.schema[c].is_integer() and want in (pl.Int64, pl.Float64)):
+            raise UserError(f"{path}: column {c} has type {df.schema[c]}, expected {want}")
+    df = df.cast({c: _polars_type(MEASUREMENT_PARSERS[c], pl) for c in df.columns})
+    text = [(c, MEASUREMENT_PARSERS[c]) for c in df.columns if df.schema[c] == pl.Utf8]
+    for i, row in enumerate(df.iter_rows(named=True), start=1):
+        try:
+            for c, parse in text:
+                if row[c] is not None:
+                    parse(row[c])
+            check_measured_row(row, required)
+        except csvfile.BadValue as err:
+            column = err.column or c
+            raise UserError(f"{path}: row {i}: column {column} = {str(row.get(column) or '')!r}: "
+                            f"{err.reason}") from None
     return df
 
 

@@ -23,7 +23,7 @@ from ..hardware import GPU
 from ..params import ParamSet, Params, default_params
 from ..kernels import families_on
 from ..problem import DTYPE_BYTES
-from ..tables import read_measurements
+from ..tables import MICROBENCH_REQUIRED, read_measurements
 
 
 def default_paramset(gpu: GPU, families: list[str], dtype: str) -> ParamSet:
@@ -109,7 +109,7 @@ def fit_family(mb: pl.DataFrame, gpu: GPU, family: str, dtype: str) -> Params:
 
 def fit_paramset(gpu: GPU, microbench_csv: str, families: list[str], dtype: str) -> ParamSet:
     """Fitted parameters for every family with microbenchmarks; defaults for the rest."""
-    mb = read_measurements(microbench_csv, required=("family", "dtype"))
+    mb = read_measurements(microbench_csv, required=MICROBENCH_REQUIRED)
     pset = default_paramset(gpu, families, dtype)
     for (family, fd) in list(pset.entries):
         if mb.filter((pl.col("family") == family) & (pl.col("dtype") == fd)).height:
