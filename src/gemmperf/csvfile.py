@@ -152,6 +152,8 @@ def read(path, columns: dict[str, Parser], required=(), nonempty=(), comments: b
     naming the column). ``what`` names the file's kind in the message for a missing
     file."""
     path = Path(path)
+    if path.is_dir():
+        raise UserError(f"{path}: is a folder, expected a {what}")
     if not path.is_file():
         raise UserError(f"{path}: {what} not found")
     records = _records(path, _text(path))
@@ -181,7 +183,10 @@ def read(path, columns: dict[str, Parser], required=(), nonempty=(), comments: b
 
 
 def _text(path: Path) -> str:
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise UserError(f"{path}: cannot read ({err.strerror or err})") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -151,6 +151,8 @@ def _read_parquet(path: Path, required):
     """A parquet measurement table, checked like a CSV one (columns, types, rows)."""
     import polars as pl
 
+    if path.is_dir():
+        raise UserError(f"{path}: is a folder, expected a measurement file")
     if not path.is_file():
         raise UserError(f"{path}: measurement file not found")
     try:
