@@ -42,6 +42,7 @@ TESTLISTS = {
     "duplicate-column": (b"m,n,k,m\n1,2,3,4\n", [":1: column 'm' appears twice (columns 1 and 4)"]),
     "unknown-column": (b"M,n,k\n1,2,3\n", [":1: unknown column 'M' (did you mean 'm'?); known: m, n, k, dtype"]),
     "missing-column": (b"m,n\n1,2\n", [":1: missing column(s) k"]),
+    "unnamed-column": (b"m,n,k,\n1,2,3,\n", [":1: column 4 has no name (a stray comma?)"]),
     "torn-row": (b"m,n,k\n1,2,3\n4,5\n", [":3: expected 3 values, got 2: '4,5'"]),
     "extra-values": (b"m,n,k\n1,2,3,4\n", [":2: expected 3 values, got 4: '1,2,3,4'"]),
     "repeated-header": (b"m,n,k\n1,2,3\nm,n,k\n4,5,6\n", [":3: the header line again"]),

@@ -14,7 +14,7 @@ import polars as pl
 
 from . import csvfile
 from .errors import UserError, where
-from .problem import CONFIG_COLUMNS, MAX_FLOPS, MAX_FLOPS_WHY, KernelConfig, Shape
+from .problem import CONFIG_COLUMNS, KernelConfig, Shape, check_row_flops
 from .tables import (INT_COLUMNS, KEY_COLUMNS, MEASURED_COLUMNS, MEASURED_FLOATS, MEASURED_INTS,
                      MEASUREMENT_PARSERS, ROW_COLUMNS, SHAPE_COLUMNS, check_measured_row)
 
@@ -78,9 +78,7 @@ def read_configs(path: str | Path) -> pl.DataFrame:
 
 
 def _check_row(row: dict) -> None:
-    if 2 * row["m"] * row["n"] * row["k"] > MAX_FLOPS:
-        raise csvfile.BadValue(f"2*M*N*K = {2 * row['m'] * row['n'] * row['k']} is above the limit "
-                               f"2**53 ({MAX_FLOPS_WHY})", "k")
+    check_row_flops(row)
     if "status" in row:
         check_measured_row(row, required=())
 

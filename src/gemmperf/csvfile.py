@@ -227,6 +227,8 @@ def _header(path: Path, records, comments: bool) -> tuple[list[str], int]:
 def _check_header(path: Path, line: int, header: list[str], columns, required) -> None:
     at = where(path, line)
     for i, name in enumerate(header):
+        if not name:
+            raise UserError(f"{at}: column {i + 1} has no name (a stray comma?); known: {', '.join(columns)}")
         if name in header[:i]:
             raise UserError(f"{at}: column {name!r} appears twice (columns {header.index(name) + 1} "
                             f"and {i + 1})")

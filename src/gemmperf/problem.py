@@ -66,10 +66,18 @@ class Shape:
         return f"{self.m}x{self.n}x{self.k}:{self.dtype}"
 
 
-def check_flops(m: int, n: int, k: int) -> None:
-    """Stop where 2*M*N*K passes MAX_FLOPS (each dimension already <= MAX_DIM)."""
+def flops_error(m: int, n: int, k: int) -> str | None:
+    """Why 2*M*N*K is too large for the arithmetic (MAX_FLOPS), or None."""
     if 2 * m * n * k > MAX_FLOPS:
-        raise UserError(f"2*M*N*K = {2 * m * n * k} is above the limit 2**53 ({MAX_FLOPS_WHY})")
+        return f"2*M*N*K = {2 * m * n * k} is above the limit 2**53 ({MAX_FLOPS_WHY})"
+    return None
+
+
+def check_row_flops(row: dict) -> None:
+    """csvfile row check: a row's m, n, k within MAX_FLOPS (blamed on k)."""
+    reason = flops_error(row["m"], row["n"], row["k"])
+    if reason:
+        raise csvfile.BadValue(reason, "k")
 
 
 def operand_bytes(shape: Shape, out_dtype: str | None = None) -> int:
@@ -97,10 +105,9 @@ def parse_shape(text: str, dtype: str = "bf16") -> Shape:
             dims.append(_DIM(raw.strip()))
         except ValueError as err:
             raise UserError(f"shape {text!r}: {name} = {raw.strip()!r}: {err}") from None
-    try:
-        check_flops(*dims)
-    except UserError as err:
-        raise UserError(f"shape {text!r}: {err}") from None
+    reason = flops_error(*dims)
+    if reason:
+        raise UserError(f"shape {text!r}: {reason}")
     return Shape(*dims, check_dtype(dtype))
 
 
@@ -179,7 +186,7 @@ def read_testlist(path: str | Path, default_dtype: str = "bf16") -> list[Shape]:
     """
     columns = {"m": _DIM, "n": _DIM, "k": _DIM, "dtype": csvfile.choice(DTYPE_BYTES, "dtype")}
     table = csvfile.read(path, columns, required=("m", "n", "k"), nonempty=("m", "n", "k", "dtype"),
-                         comments=True, check_row=_check_row_flops, what="testlist")
+                         comments=True, check_row=check_row_flops, what="testlist")
     shapes: list[Shape] = []
     first: dict[Shape, int] = {}
     for row, line in zip(table.rows, table.lines):
@@ -192,12 +199,6 @@ def read_testlist(path: str | Path, default_dtype: str = "bf16") -> list[Shape]:
     if not shapes:
         raise UserError(f"{table.path}: testlist has no problems")
     return shapes
-
-
-def _check_row_flops(row: dict) -> None:
-    if 2 * row["m"] * row["n"] * row["k"] > MAX_FLOPS:
-        raise csvfile.BadValue(f"2*M*N*K = {2 * row['m'] * row['n'] * row['k']} is above the "
-                               f"limit 2**53 ({MAX_FLOPS_WHY})", "k")
 
 
 def shard(items: list, index: int, count: int) -> list:
