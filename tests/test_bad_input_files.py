@@ -211,3 +211,19 @@ def test_parsers_refuse_what_python_would_accept():
             csvfile.number()(raw)
     assert csvfile.number(finite=False)("nan") != csvfile.number(finite=False)("nan")
     assert csvfile.integer(1, 10)("+7") == 7 and csvfile.number()("-.5e1") == -5.0
+
+
+@pytest.mark.parametrize("shape", [f"1x1x{MAX_DIM}", f"1x{MAX_DIM}x8", "100000x100000x100000"])
+def test_the_largest_shapes_allowed_give_finite_positive_times(capsys, shape):
+    """At the limits (a dimension at MAX_DIM, or flops near MAX_FLOPS, operands still
+    fitting in the H100's 80 GB) every model's numbers are finite and >= 0, its time > 0
+    (before the limits, sync at 10**10 cubed gave negative times from int64 overflow)."""
+    import json
+    import math
+
+    capsys.readouterr()
+    assert main(["predict", "--gpu", GPU, "--shape", shape, "--model", "all", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 5 and all(math.isfinite(r["predicted_us"]) and r["predicted_us"] > 0 for r in rows)
+    numbers = [v for r in rows for v in r.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    assert all(math.isfinite(v) and v >= 0 for v in numbers)
