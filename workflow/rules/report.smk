@@ -51,6 +51,7 @@ rule report:
         accuracy=if_measured("results/{gpu}/accuracy.csv"),
         out_of_sample=if_measured("results/{gpu}/out_of_sample.parquet"),
         ablations=report_ablations,
+        measurements=all_measurements,
         microbench=microbench,
         kernel_speed=kernel_speed,
         shipped_readme=lambda w: (
@@ -78,7 +79,7 @@ rule report:
             " --tilings {input.tilings:q} --source {params.source:q} --note {params.note:q}"
             " --skipped {params.skipped:q} {params.heldout:q}"
             " --accuracy {input.accuracy:q} --out-of-sample {input.out_of_sample:q}"
-            " --ablations {input.ablations:q}"
+            " --ablations {input.ablations:q} --measurements {input.measurements:q}"
             " --microbench {input.microbench:q} --kernel-speed {input.kernel_speed:q}"
             " --shipped-readme {input.shipped_readme:q} {params.overrides:q}"
             " --out-dir {params.out_dir:q} --images-dir {params.images_dir:q}"
