@@ -156,3 +156,62 @@ def test_generated_h100_report_is_offline_and_complete():
     summary = json.loads((report / "summary.json").read_text())
     assert summary["source"] in ("shipped", "measure") and summary["measured_configurations"] > 0
     assert "heldout" in summary["best"]
+
+
+def measured_data() -> ReportData:
+    """catalog_data() as if measured: every prediction has a time, accuracy.csv and the
+    out-of-sample predictions of the best model exist."""
+    from dataclasses import replace
+
+    data = catalog_data()
+    preds = data.predictions.with_columns(time_us=pl.col("predicted_us") * 1.1, device=pl.lit("NVIDIA H100"),
+                                          driver=pl.lit("580.1"), timestamp=pl.lit("2026-11-22T03:39:52"))
+    oos = with_derived(data.predictions.filter(pl.col("model") == "sol").with_columns(
+        model=pl.lit("ws-pipelined+fit+residual"), split=pl.lit("cv"), time_us=pl.col("predicted_us") * 1.2))
+    acc = accuracy_rows(["ws-pipelined+fit+residual", "ws-pipelined+fit", "sol"])
+    meas = pl.DataFrame({"m": [256, 256, 1], "n": [256, 256, 4096], "k": [256, 256, 4096],
+                         "status": ["ok", "timeout", "ok"], "time_us": [3.0, None, 9.0]})
+    return replace(data, source="shipped", predictions=with_derived(preds), accuracy=acc, out_of_sample=oos,
+                   measurements={"tiny": meas})
+
+
+def headings(html: str) -> list[str]:
+    """The section headings of a page's content, in order (not the inlined scripts')."""
+    return re.findall(r"<h2>([^<]+)</h2>", html[html.index("<main>"):html.index("</main>")])
+
+
+def test_the_overview_leads_with_the_data_the_headline_and_its_chart():
+    page = build_pages(measured_data())[0]
+    html = page.render(NAV, "gemmperf")
+    order = [h.split(":")[0] for h in headings(html)]
+    assert order == ["Where the data came from", "Headline", "Predicted against measured", "Stages skipped",
+                     "Model parameters (value ± one sigma)", "Accuracy of every model (out of sample)",
+                     "Ablations", "Pages"], order
+    # where the data came from: GPU, device, driver, dates, rows per testlist, parameters
+    source = html[html.index("Where the data came from"):html.index("Headline")]
+    for fact in ("H100", "NVIDIA H100", "driver: 580.1", "measured from 2026-11-22", "verified",
+                 "model parameters: descriptor defaults"):
+        assert fact in source, fact
+    counts = re.sub(r"<[^>]+>", " ", source)
+    assert re.search(r"rows measured\s+verified\s+shapes.*tiny\s+3\s+2\s+2", counts, re.S), counts
+    # the headline names the best model, its figures and the split they come from
+    head = html[html.index("Headline"):html.index("Predicted against measured")]
+    assert "ws-pipelined+fit+residual" in head and "median error 5.0%" in head
+    assert "Split: cv, grouped cross-validation" in head and "held-out tiny testlist" in head
+    # the first chart of the page is the best model's predicted against measured
+    first = html.index("<div class=chart id=chart1>")
+    assert html.index("Predicted against measured") < first < html.index("Accuracy of every model")
+
+
+def test_the_headline_prefers_leave_one_testlist_out_when_it_was_computed():
+    from dataclasses import replace
+
+    from gemmperf.report.overview import headline
+
+    data = measured_data()
+    assert headline(data)[0] == "cv"
+    loto = accuracy_rows(["sol", "ws-pipelined+fit+residual"]).filter(pl.col("split") == "cv").with_columns(
+        split=pl.lit("loto"))
+    split, row = headline(replace(data, accuracy=pl.concat([data.accuracy, loto])))
+    assert (split, row["model"]) == ("loto", "sol")
+    assert headline(catalog_data()) is None

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_incremental import copy_config
 
 SNAKEMAKE = shutil.which("snakemake")
 pytestmark = pytest.mark.skipif(SNAKEMAKE is None, reason="snakemake is not installed")
@@ -20,7 +21,7 @@ def snakemake(repo: Path, work: Path, *args: str) -> subprocess.CompletedProcess
 
 @pytest.fixture
 def small_workflow(tmp_path, repo_root):
-    shutil.copytree(repo_root / "config", tmp_path / "config")
+    copy_config(tmp_path)
     (tmp_path / "lists").mkdir()
     (tmp_path / "lists" / "tiny.csv").write_text("m,n,k\n256,256,256\n1000,1000,1000\n")
     (tmp_path / "lists" / "skinny.csv").write_text("m,n,k\n1,4096,4096\n")
@@ -28,6 +29,7 @@ def small_workflow(tmp_path, repo_root):
         "probe": False,
         "gpus": ["auto"],
         "testlists": ["tiny", "skinny"],
+        "heldout_testlist": "skinny",
         "testlist_dir": str(tmp_path / "lists"),
         "families": ["ws-hopper", "simt"],
         "models": ["sol", "ws-stage", "ws-persistent"],

@@ -1,23 +1,56 @@
 import json
+import re
+import sys
 from pathlib import Path
 
 from snakemake.utils import validate
 
-from gemmperf.app.plan import make_plan
+from gemmperf.app.plan import check_config, make_plan, validate_config
 from gemmperf.app.stagehash import code_hash
+from gemmperf.errors import UserError
 
-validate(config, workflow.source_path("../schemas/config.schema.yaml"))
-
-PLAN = make_plan(config)
+# A bad config value, testlist or GPU folder stops the workflow here with one line
+# (the key or file and the value), before any rule runs.
+SCHEMA = workflow.source_path("../schemas/config.schema.yaml")
+try:
+    validate_config(config, SCHEMA)
+    validate(config, SCHEMA)  # fills the defaults
+    check_config(config)
+    PLAN = make_plan(config)
+except UserError as err:
+    print(f"gemmperf workflow: {err}", file=sys.stderr)
+    sys.exit(2)
 GPUS = list(PLAN.gpus)
 TESTLISTS = config["testlists"]
 # GPUs whose fit also writes the residual correction (they have measurements)
 CORRECTED_GPUS = [
     g for g in GPUS if config["residual"] and PLAN.gpus[g].testlists_measured
 ]
-# config model_params as the CLI's overrides, for every stage that runs a model; the
-# names and values are validated by the schema
-SET_PARAMS = " ".join(f"--set {k}={v}" for k, v in config["model_params"].items())
+# config model_params as the CLI's overrides (a list of words: rules quote each with
+# {params.overrides:q}), for every stage that runs a model; the schema holds the names
+# and the values (numbers)
+SET_PARAMS = [
+    word for k, v in config["model_params"].items() for word in ("--set", f"{k}={v}")
+]
+# the held-out testlist as CLI words: none when heldout_testlist is null
+HELDOUT = (
+    ["--heldout", config["heldout_testlist"]] if config["heldout_testlist"] else []
+)
+
+
+def one_of(names):
+    """A wildcard constraint matching exactly these names (escaped: '.' is literal)."""
+    return "|".join(re.escape(n) for n in names) or "(?!)"
+
+
+# after a command: its output goes to the rule's log; when it fails, the log's last line
+# (the CLI's one-line error) is printed above Snakemake's error block, which names the log
+TO_LOG = " > {log:q} 2>&1 || {{ status=$?; tail -n 1 {log:q} >&2; exit $status; }}"
+
+
+def logged(command):
+    """A rule's shell line: ``command`` with TO_LOG after it."""
+    return "".join((command, TO_LOG))
 
 
 onstart:
@@ -25,8 +58,8 @@ onstart:
 
 
 wildcard_constraints:
-    gpu="|".join(GPUS),
-    testlist="|".join(TESTLISTS),
+    gpu=one_of(GPUS),
+    testlist=one_of(TESTLISTS),
 
 
 def code_version(stage):

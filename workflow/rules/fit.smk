@@ -10,20 +10,22 @@ rule fit:
         microbench=microbench,
         measurements=all_measurements,
     wildcard_constraints:
-        gpu="|".join(CORRECTED_GPUS) or "(?!)",
+        gpu=one_of(CORRECTED_GPUS),
     params:
         families=",".join(config["families"]),
         dtype=config["dtype"],
-        heldout=config["heldout_testlist"],
+        heldout=HELDOUT,
         overrides=SET_PARAMS,
         code=code_version("fit"),
     log:
         "logs/{gpu}/fit.log",
     shell:
-        "gemmperf fit --gpu {input.hardware} --microbench {input.microbench}"
-        " --measurements {input.measurements} --heldout {params.heldout}"
-        " --families {params.families} --dtype {params.dtype} {params.overrides}"
-        " --out {output.params} --correction-out {output.correction} > {log} 2>&1"
+        logged(
+            "gemmperf fit --gpu {input.hardware:q} --microbench {input.microbench:q}"
+            " --measurements {input.measurements:q} {params.heldout:q}"
+            " --families {params.families:q} --dtype {params.dtype:q} {params.overrides:q}"
+            " --out {output.params:q} --correction-out {output.correction:q}"
+        )
 
 
 rule fit_params:
@@ -34,20 +36,22 @@ rule fit_params:
         microbench=microbench,
         measurements=all_measurements,
     wildcard_constraints:
-        gpu="|".join(g for g in GPUS if g not in CORRECTED_GPUS) or "(?!)",
+        gpu=one_of(g for g in GPUS if g not in CORRECTED_GPUS),
     params:
         families=",".join(config["families"]),
         dtype=config["dtype"],
-        heldout=config["heldout_testlist"],
+        heldout=HELDOUT,
         overrides=SET_PARAMS,
         code=code_version("fit"),
     log:
         "logs/{gpu}/fit.log",
     shell:
-        "gemmperf fit --gpu {input.hardware} --microbench {input.microbench}"
-        " --measurements {input.measurements} --heldout {params.heldout}"
-        " --families {params.families} --dtype {params.dtype} {params.overrides}"
-        " --out {output.params} > {log} 2>&1"
+        logged(
+            "gemmperf fit --gpu {input.hardware:q} --microbench {input.microbench:q}"
+            " --measurements {input.measurements:q} {params.heldout:q}"
+            " --families {params.families:q} --dtype {params.dtype:q} {params.overrides:q}"
+            " --out {output.params:q}"
+        )
 
 
 # Out-of-sample accuracy (grouped CV by shape + the held-out testlist); scores only.
@@ -67,18 +71,18 @@ rule accuracy:
     params:
         families=",".join(config["families"]),
         dtype=config["dtype"],
-        heldout=config["heldout_testlist"],
+        heldout=HELDOUT,
         residual="" if config["residual"] else "--no-residual",
         overrides=SET_PARAMS,
         code=code_version("accuracy"),
     log:
         "logs/{gpu}/accuracy.log",
     shell:
-        "gemmperf accuracy --gpu {input.hardware} --microbench {input.microbench}"
-        " --measurements {input.measurements} --heldout {params.heldout}"
-        " --families {params.families} --dtype {params.dtype} {params.residual}"
-        " {params.overrides} --no-ablations --jobs {threads} --out {output.accuracy}"
-        " --table {output.table} --predictions {output.predictions} > {log} 2>&1"
+        "gemmperf accuracy --gpu {input.hardware:q} --microbench {input.microbench:q}"
+        " --measurements {input.measurements:q} {params.heldout:q}"
+        " --families {params.families:q} --dtype {params.dtype:q} {params.residual}"
+        " {params.overrides:q} --no-ablations --jobs {threads} --out {output.accuracy:q}"
+        " --table {output.table:q} --predictions {output.predictions:q} > {log:q} 2>&1"
 
 
 # ws-pipelined refitted with each of its effects switched off, on the same splits as
@@ -97,14 +101,16 @@ rule score_ablations:
     params:
         families=",".join(config["families"]),
         dtype=config["dtype"],
-        heldout=config["heldout_testlist"],
+        heldout=HELDOUT,
         overrides=SET_PARAMS,
         code=code_version("accuracy"),
     log:
         "logs/{gpu}/ablations.log",
     shell:
-        "gemmperf accuracy --gpu {input.hardware} --microbench {input.microbench}"
-        " --measurements {input.measurements} --heldout {params.heldout}"
-        " --families {params.families} --dtype {params.dtype} {params.overrides}"
-        " --ablations-only --jobs {threads} --out {output.scores}"
-        " --table {output.table} > {log} 2>&1"
+        logged(
+            "gemmperf accuracy --gpu {input.hardware:q} --microbench {input.microbench:q}"
+            " --measurements {input.measurements:q} {params.heldout:q}"
+            " --families {params.families:q} --dtype {params.dtype:q} {params.overrides:q}"
+            " --ablations-only --jobs {threads} --out {output.scores:q}"
+            " --table {output.table:q}"
+        )

@@ -16,6 +16,8 @@ rule hardware:
         identity=identity_json,
         code=code_version("hardware"),
     shell:
-        "gemmperf hardware --source {params.source} --gpu {wildcards.gpu}"
-        " --shipped {input.shipped:q} --expect-identity {params.identity:q}"
-        " --out {output} > {log} 2>&1"
+        logged(
+            "gemmperf hardware --source {params.source:q} --gpu {wildcards.gpu:q}"
+            " --shipped {input.shipped:q} --expect-identity {params.identity:q}"
+            " --out {output:q}"
+        )

@@ -16,7 +16,9 @@ rule optimize:
     log:
         "logs/{gpu}/optimize/{testlist}.log",
     shell:
-        "gemmperf optimize --gpu {input.hardware} --params {input.params}"
-        " --testlist {input.testlist} --measurements {input.measurements}"
-        " --family {params.families} --model {params.model} {params.overrides}"
-        " --out {output} > {log} 2>&1"
+        logged(
+            "gemmperf optimize --gpu {input.hardware:q} --params {input.params:q}"
+            " --testlist {input.testlist:q} --measurements {input.measurements:q}"
+            " --family {params.families:q} --model {params.model:q} {params.overrides:q}"
+            " --out {output:q}"
+        )

@@ -20,8 +20,10 @@ rule predict:
     log:
         "logs/{gpu}/predict/{testlist}.log",
     shell:
-        "gemmperf predict --gpu {input.hardware} --params {input.params}"
-        " --testlist {input.testlist} --input {input.measurements}"
-        " --correction {input.correction} --model {params.models}"
-        " --families {params.families} --dtype {params.dtype} {params.overrides}"
-        " --output {output} > {log} 2>&1"
+        logged(
+            "gemmperf predict --gpu {input.hardware:q} --params {input.params:q}"
+            " --testlist {input.testlist:q} --input {input.measurements:q}"
+            " --correction {input.correction:q} --model {params.models:q}"
+            " --families {params.families:q} --dtype {params.dtype:q} {params.overrides:q}"
+            " --output {output:q}"
+        )

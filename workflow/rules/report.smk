@@ -51,6 +51,7 @@ rule report:
         accuracy=if_measured("results/{gpu}/accuracy.csv"),
         out_of_sample=if_measured("results/{gpu}/out_of_sample.parquet"),
         ablations=report_ablations,
+        measurements=all_measurements,
         microbench=microbench,
         kernel_speed=kernel_speed,
         shipped_readme=lambda w: (
@@ -64,22 +65,25 @@ rule report:
         source=lambda w: gpu_plan(w).source,
         note=data_note,
         skipped=lambda w: json.dumps(gpu_plan(w).skipped),
-        heldout=config["heldout_testlist"],
+        heldout=HELDOUT,
         overrides=SET_PARAMS,
+        out_dir=lambda w: f"results/{w.gpu}/report",
+        images_dir=lambda w: f"results/{w.gpu}/report/img",
         code=code_version("report"),
     log:
         "logs/{gpu}/report.log",
     shell:
-        "gemmperf report --hardware {input.hardware} --params {input.params}"
-        " --testlists {params.testlists} --predictions {input.predictions}"
-        " --tilings {input.tilings} --source {params.source} --note {params.note:q}"
-        " --skipped {params.skipped:q} --heldout {params.heldout}"
-        " --accuracy {input.accuracy} --out-of-sample {input.out_of_sample}"
-        " --ablations {input.ablations}"
-        " --microbench {input.microbench} --kernel-speed {input.kernel_speed}"
-        " --shipped-readme {input.shipped_readme} {params.overrides}"
-        " --out-dir results/{wildcards.gpu}/report"
-        " --images-dir results/{wildcards.gpu}/report/img > {log} 2>&1"
+        logged(
+            "gemmperf report --hardware {input.hardware:q} --params {input.params:q}"
+            " --testlists {params.testlists:q} --predictions {input.predictions:q}"
+            " --tilings {input.tilings:q} --source {params.source:q} --note {params.note:q}"
+            " --skipped {params.skipped:q} {params.heldout:q}"
+            " --accuracy {input.accuracy:q} --out-of-sample {input.out_of_sample:q}"
+            " --ablations {input.ablations:q} --measurements {input.measurements:q}"
+            " --microbench {input.microbench:q} --kernel-speed {input.kernel_speed:q}"
+            " --shipped-readme {input.shipped_readme:q} {params.overrides:q}"
+            " --out-dir {params.out_dir:q} --images-dir {params.images_dir:q}"
+        )
 
 
 rule index:
@@ -93,5 +97,7 @@ rule index:
     log:
         "logs/index.log",
     shell:
-        "gemmperf index --gpus {params.gpus} --summaries {input.summaries}"
-        " --out {output} > {log} 2>&1"
+        logged(
+            "gemmperf index --gpus {params.gpus:q} --summaries {input.summaries:q}"
+            " --out {output:q}"
+        )

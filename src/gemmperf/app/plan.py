@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
 from ..hardware import CATALOG, GPU, NoGPU, get_gpu, load_gpu, probe
+from ..problem import read_testlist
 
 # What makes a GPU the same GPU for its measurements: a change to any of these reruns
 # hardware -> measurements -> everything after. The clocks a card happens to run at
@@ -19,6 +21,12 @@ from ..hardware import CATALOG, GPU, NoGPU, get_gpu, load_gpu, probe
 # maximum SM clock, and the clocks seen while measuring are recorded per row instead.
 IDENTITY_FIELDS = ("name", "arch", "driver", "sms", "sm_clock_mhz", "memory_bytes", "l2_bytes",
                    "dram_bytes_per_s", "smem_per_sm", "smem_per_block", "regs_per_sm")
+
+# A GPU slug: the name of its results/<slug>/ folder, which reaches the workflow's shell
+# commands and file patterns. The config schema holds the same pattern for gpus and
+# fallback_gpu.
+SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+SLUG_RULE = "lowercase letters, digits, '.', '_' and '-', starting with a letter or digit"
 
 # Test hook: a descriptor JSON to use as the probed local GPU (no GPU needed).
 FAKE_GPU_ENV = "GEMMPERF_FAKE_GPU"
@@ -72,6 +80,80 @@ def shipped_dir(results: Path, slug: str) -> Path:
     return results / slug / "shipped"
 
 
+def shipped_gpus(results: str | Path = "results") -> list[str]:
+    """The GPUs with shipped data: the names of the folders results/<name>/shipped/.
+    A name that is not a slug (``h100 backup``, ``x;touch X;y``) stops the workflow with
+    one line naming the folder, rather than being skipped: the folder was put there to be
+    used, and a GPU silently missing from the run and its report is a wrong answer."""
+    names = sorted(p.parent.name for p in Path(results).glob("*/shipped") if p.is_dir())
+    for name in names:
+        if not SLUG.match(name):
+            raise UserError(f"{shipped_dir(Path(results), name)}: the GPU folder name {name!r} is not a slug "
+                            f"({SLUG_RULE}); rename the folder, or move it out of {results}/")
+    return names
+
+
+def _check_slug(slug: str, what: str) -> str:
+    if not SLUG.match(slug):
+        raise UserError(f"{what}: GPU slug {slug!r} is not a slug ({SLUG_RULE})")
+    return slug
+
+
+def validate_config(config: dict, schema_path: str | Path) -> None:
+    """Check the config against the workflow's JSON schema; the first violation as one
+    line naming the key and the value (Snakemake's own validation prints the schema)."""
+    import jsonschema
+    import yaml
+
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
+    if error is None:
+        return
+    key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+    if isinstance(error.instance, (dict, list)):  # a key is missing, unknown or a list too short
+        raise UserError(f"config {key or '(top level)'}: {error.message}")
+    raise UserError(f"config {key} = {error.instance!r}: {_why(error)}")
+
+
+def _why(error) -> str:
+    """What a value should have been, in words."""
+    rule = error.schema.get("description") if isinstance(error.schema, dict) else None
+    if error.validator == "pattern" and rule:
+        return f"must be {rule}"
+    if error.validator == "enum":
+        return f"not one of {', '.join(map(str, error.validator_value))}"
+    if error.validator == "type":
+        return f"must be of type {error.validator_value}"
+    return error.message
+
+
+def check_config(config: dict, results: str | Path = "results") -> None:
+    """What the schema cannot check: the testlists exist and read cleanly (the first bad
+    row stops with file, line and value), the held-out testlist and the collect presets
+    name testlists, and the fallback GPU is known. Run once when the workflow starts, so a
+    bad input stops it there with one line instead of failing inside a rule."""
+    testlists = list(config["testlists"])
+    folder = Path(config["testlist_dir"])
+    for name in testlists:
+        path = folder / f"{name}.csv"
+        if not path.is_file():
+            raise UserError(f"config testlists: {name!r} has no file {path} (testlist_dir: {folder})")
+        read_testlist(path, config.get("dtype", "bf16"))
+    heldout = config.get("heldout_testlist")
+    if heldout is not None and heldout not in testlists:
+        raise UserError(f"config heldout_testlist = {heldout!r}: not one of testlists ({', '.join(testlists)}); "
+                        f"add it to testlists, or set heldout_testlist: null for no held-out testlist")
+    for name in config.get("collect", {}).get("presets", {}):
+        if name not in testlists and not (folder / f"{name}.csv").is_file():
+            raise UserError(f"config collect.presets: {name!r} is not a testlist (not in testlists, "
+                            f"no {folder / (name + '.csv')})")
+    fallback = config.get("fallback_gpu")
+    known = [*CATALOG, *shipped_gpus(results)]
+    if fallback is not None and fallback not in known:
+        raise UserError(f"config fallback_gpu = {fallback!r}: not a catalog GPU or shipped data; "
+                        f"known: {', '.join(known)}")
+
+
 def make_plan(config: dict, results: str | Path = "results", local_gpu=None) -> Plan:
     """Decide the GPUs and stages from the config and what is on disk.
 
@@ -84,12 +166,13 @@ def make_plan(config: dict, results: str | Path = "results", local_gpu=None) -> 
         except NoGPU as err:
             local_gpu, note = None, str(err)
     if local_gpu is not None:
+        _check_slug(local_gpu.slug, "the local GPU")
         note = f"local GPU {local_gpu.name} ({local_gpu.slug})"
     elif not config.get("probe", True):
         note = "probing disabled in the config"
     testlists = list(config["testlists"])
     wanted = config.get("gpus", ["auto"])
-    shipped = sorted(p.parent.name for p in results.glob("*/shipped") if p.is_dir())
+    shipped = shipped_gpus(results)
 
     slugs: list[str] = []
     for spec in wanted:

@@ -3,6 +3,7 @@ index`` (results/index.html across GPUs)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -32,6 +33,7 @@ def cmd_report(a) -> int:
         tilings=_by_testlist(testlists, a.tilings, "tilings"),
         heldout=a.heldout, accuracy=a.accuracy, out_of_sample=a.out_of_sample, microbench=a.microbench,
         kernel_speed=a.kernel_speed, shipped_readme=a.shipped_readme, ablations=a.ablations,
+        measurements={Path(m).stem: m for m in a.measurements} or None,
     )
     data.pset.overrides.update(parse_overrides(a.set))
     for path in write_gpu_report(data, Path(a.out_dir), Path(a.images_dir) if a.images_dir else None):
@@ -48,21 +50,52 @@ def cmd_index(a) -> int:
     return 0
 
 
+REPORT_HELP = """One GPU's report: seven linked HTML pages that open offline (overview, predicted vs
+measured, where the errors are, roofline, timeline, tilings, kernels), PNGs of the key
+charts and summary.json for `gemmperf index`. The overview leads with where the data came
+from, the best model's accuracy out of sample and its predicted-against-measured chart.
+The workflow's rule `report` calls it with every file of one GPU; by hand, the files the
+workflow wrote under results/<gpu>/ (one --predictions and --tilings file per testlist,
+in the order of --testlists)."""
+
+REPORT_EXAMPLE = """example:
+  gemmperf report --hardware results/h100-sxm5-80gb/hardware.json \\
+      --params results/h100-sxm5-80gb/params.json --source shipped --testlists squares \\
+      --predictions results/h100-sxm5-80gb/predictions/squares.parquet \\
+      --tilings results/h100-sxm5-80gb/tilings/squares.csv \\
+      --accuracy results/h100-sxm5-80gb/accuracy.csv --out-dir /tmp/report
+  (then open /tmp/report/index.html)"""
+
+INDEX_HELP = """results/index.html: one table row per GPU (where its data came from, measured
+configurations, best model held out and cross-validated) and links to every page of each
+GPU's report, from the summary.json each `gemmperf report` writes."""
+
+INDEX_EXAMPLE = """example:
+  gemmperf index --gpus h100-sxm5-80gb,b200 \\
+      --summaries results/h100-sxm5-80gb/report/summary.json results/b200/report/summary.json \\
+      --out results/index.html"""
+
+
 def add_parsers(sub) -> None:
-    p = sub.add_parser("report", help="one GPU's report: linked offline HTML pages and PNGs of the key charts")
-    p.add_argument("--hardware", required=True, help="hardware.json")
-    p.add_argument("--params", required=True, help="params.json")
+    p = sub.add_parser("report", help="one GPU's report: linked offline HTML pages and PNGs of the key charts",
+                       description=REPORT_HELP, epilog=REPORT_EXAMPLE,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--hardware", required=True, help="the GPU's hardware.json")
+    p.add_argument("--params", required=True, help="params.json (the fit's, or any gemmperf parameters file)")
     p.add_argument("--testlists", required=True, help="comma-separated testlists, in the order of the files")
-    p.add_argument("--predictions", nargs="+", required=True, help="predictions Parquet per testlist")
-    p.add_argument("--tilings", nargs="+", required=True, help="tilings CSV per testlist")
-    p.add_argument("--source", required=True, choices=("measure", "shipped", "catalog"), help="where the data is from")
-    p.add_argument("--note", default="", help="one sentence on where the data comes from")
-    p.add_argument("--skipped", default="{}", help="JSON {stage: why it was skipped}")
-    p.add_argument("--heldout", help="the held-out testlist")
-    p.add_argument("--accuracy", nargs="?", help="accuracy.csv")
-    p.add_argument("--out-of-sample", nargs="?", help="out_of_sample.parquet")
+    p.add_argument("--predictions", nargs="+", required=True, help="predictions Parquet per testlist (gemmperf predict)")
+    p.add_argument("--tilings", nargs="+", required=True, help="tilings CSV per testlist (gemmperf optimize)")
+    p.add_argument("--source", required=True, choices=("measure", "shipped", "catalog"),
+                   help="where the data is from: measured here, shipped reference data, or catalog only")
+    p.add_argument("--note", default="", help="one sentence on where the data comes from, shown first")
+    p.add_argument("--skipped", default="{}", help='JSON {stage: why it was skipped}, e.g. \'{"collect": "no GPU"}\'')
+    p.add_argument("--heldout", help="the held-out testlist (e.g. llm)")
+    p.add_argument("--accuracy", nargs="?", help="accuracy.csv (gemmperf accuracy --table)")
+    p.add_argument("--out-of-sample", nargs="?", help="out_of_sample.parquet (gemmperf accuracy --predictions)")
     p.add_argument("--ablations", nargs="?",
                    help="ablations.csv (gemmperf accuracy --ablations-only --table); absent: the report says how to run them")
+    p.add_argument("--measurements", nargs="*", default=[],
+                   help="measurement CSVs, one per testlist named <testlist>.csv: rows measured and verified")
     p.add_argument("--microbench", nargs="?", help="microbench.csv")
     p.add_argument("--kernel-speed", nargs="?", help="benchmarks/results/kernel_speed_*.json")
     p.add_argument("--shipped-readme", nargs="?", help="the shipped data's README.md")
@@ -71,8 +104,10 @@ def add_parsers(sub) -> None:
     add_set_flag(p)
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("index", help="results/index.html: every GPU's report, linked")
+    p = sub.add_parser("index", help="results/index.html: every GPU's report, linked",
+                       description=INDEX_HELP, epilog=INDEX_EXAMPLE,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="index.html to write")
     p.add_argument("--gpus", required=True, help="comma-separated GPU slugs, in the order of the summaries")
-    p.add_argument("--summaries", nargs="+", required=True, help="summary.json per GPU")
+    p.add_argument("--summaries", nargs="+", required=True, help="summary.json per GPU (gemmperf report)")
     p.set_defaults(func=cmd_index)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
@@ -32,6 +33,9 @@ class ReportData:
     kernel_speed: dict | None = None
     shipped_readme: str | None = None
     testlists: list[str] = field(default_factory=list)
+    measurements: dict[str, pl.DataFrame] | None = None  # testlist -> its measurement table, every row
+    params_file: str | None = None  # where the parameters were read from
+    params_date: str | None = None  # when that file was written (UTC)
 
     @property
     def measured(self) -> bool:
@@ -115,6 +119,7 @@ def load(
     kernel_speed: str | Path | None = None,
     shipped_readme: str | Path | None = None,
     ablations: str | Path | None = None,
+    measurements: dict[str, str | Path] | None = None,
 ) -> ReportData:
     gpu = load_gpu(hardware)
     pset = ParamSet.load(params, gpu)
@@ -145,4 +150,13 @@ def load(
         kernel_speed=json.loads(Path(kernel_speed).read_text()) if kernel_speed else None,
         shipped_readme=Path(shipped_readme).read_text() if shipped_readme else None,
         testlists=list(predictions),
+        measurements={t: read_measurements(p) for t, p in measurements.items()} if measurements else None,
+        params_file=str(params),
+        params_date=_written(params),
     )
+
+
+def _written(path: str | Path) -> str:
+    """The UTC time a file was last written, to the minute."""
+    stamp = datetime.fromtimestamp(Path(path).stat().st_mtime, tz=timezone.utc)
+    return stamp.strftime("%Y-%m-%d %H:%M UTC")

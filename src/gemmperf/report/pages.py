@@ -8,175 +8,19 @@ from pathlib import Path
 
 import polars as pl
 
-from ..models import MODELS, sol, sync, ws_persistent, ws_stage
-from ..params import PARAM_NAMES
+from ..models import ws_persistent, ws_stage
 from ..problem import FAMILIES
-from ..tables import ABLATION_MARK, CONFIG_KEY, CORRECTED_MODEL, FITTED_CORRECTED_MODEL, FITTED_MODEL
+from ..tables import ABLATION_MARK, CONFIG_KEY
 from . import charts
+from .common import (ACCURACY, ERRORS, KERNELS, MEASURED_KEY, NAV, NOTHING_MEASURED, OOS_MODELS, OVERVIEW,
+                     PRED_MODELS, ROOFLINE, SCATTER_PER_MODEL, TILINGS, TIMELINE, models_in, none)
 from .data import ReportData
 from .html import Page, esc, fmt, table_html
+from .overview import accuracy_table, overview
 
-# the pages' file names (the one place that names them) and their menu, in order
-OVERVIEW, ACCURACY, ERRORS, ROOFLINE, TIMELINE, TILINGS, KERNELS = (
-    "index.html", "accuracy.html", "errors.html", "roofline.html", "timeline.html", "tilings.html", "kernels.html")
-NAV = [
-    (OVERVIEW, "Overview"),
-    (ACCURACY, "Predicted vs measured"),
-    (ERRORS, "Where the errors are"),
-    (ROOFLINE, "Roofline"),
-    (TIMELINE, "Timeline"),
-    (TILINGS, "Tilings"),
-    (KERNELS, "Kernels"),
-]
-# the order models are shown in: the workflow's predictions, and the out-of-sample ones
-# (where ws-pipelined appears with its constants fitted per fold)
-PRED_MODELS = [*MODELS, CORRECTED_MODEL]
-OOS_MODELS = [sol.NAME, sync.NAME, ws_stage.NAME, ws_persistent.NAME, FITTED_MODEL, FITTED_CORRECTED_MODEL]
-MEASURED_KEY = [*CONFIG_KEY, "testlist"]  # one measured configuration of one testlist
+__all__ = ["NAV", "OVERVIEW", "ACCURACY", "ERRORS", "ROOFLINE", "TIMELINE", "TILINGS", "KERNELS", "IMAGES",
+           "build_pages", "write_gpu_report", "summary", "readme_block"]
 IMAGES = ["predicted_vs_measured", "ratio", "roofline", "timeline"]
-SCATTER_PER_MODEL = 1000
-NOTHING_MEASURED = (
-    "Nothing was measured for this GPU: predictions only. The model parameters are "
-    "descriptor defaults, so there is no accuracy to report here."
-)
-
-
-def _models(present, order):
-    return [m for m in order if m in set(present)] + sorted(set(present) - set(order) - {None})
-
-
-def _none(page: Page, text: str) -> None:
-    page.p(text, cls="none")
-
-
-# ----------------------------------------------------------------------------- overview
-
-
-def params_table(data: ReportData) -> pl.DataFrame:
-    rows = []
-    entries = dict(data.pset.entries)
-    if not entries and "family" in data.predictions.columns:  # nothing fitted: the descriptor defaults
-        for family, dtype in data.predictions.select("family", "dtype").unique().sort("family").iter_rows():
-            entries[(family, dtype)] = data.pset.get(family, dtype)
-    for (family, dtype), p in sorted(entries.items()):
-        row = {"family": family, "dtype": dtype, "source": p.source}
-        for name in PARAM_NAMES:
-            value, sigma = getattr(p, name), p.uncertainty.get(name)
-            row[name] = f"{value:.4g}" + (f" ± {sigma:.2g}" if sigma is not None else "")
-        rows.append(row)
-    return pl.DataFrame(rows)
-
-
-def provenance(data: ReportData) -> str:
-    d = data.predictions
-    if not data.measured:
-        return ""
-    meas = d.unique(subset=MEASURED_KEY)
-    cols = [c for c in ("device", "driver", "cuda", "gpu") if c in meas.columns]
-    info = meas.select([pl.col(c).unique().sort().str.join(", ") for c in cols]).row(0, named=True) if cols else {}
-    per = meas.group_by("testlist").agg(pl.len().alias("configurations"), pl.col("shape").n_unique().alias("shapes"))
-    parts = ["<ul>"]
-    for c, v in info.items():
-        parts.append(f"<li>{esc(c)}: {esc(v)}</li>")
-    if "timestamp" in meas.columns:
-        ts = meas["timestamp"].cast(pl.Utf8)
-        parts.append(f"<li>measured from {esc(ts.min())} to {esc(ts.max())}</li>")
-    if "sm_clock_start_mhz" in meas.columns:
-        clk = pl.concat([meas["sm_clock_start_mhz"], meas["sm_clock_end_mhz"]]).cast(pl.Float64)
-        parts.append(f"<li>SM clock during the runs: {clk.min():.0f}-{clk.max():.0f} MHz (never locked)</li>")
-    parts.append("</ul>")
-    return "".join(parts) + table_html(per.sort("testlist"))
-
-
-def accuracy_table(acc: pl.DataFrame) -> pl.DataFrame:
-    t = acc.filter(pl.col("family") == "all").select(
-        "split", "model", "n", "shapes", "median_ape_pct", "mape_pct", "p90_ape_pct", "p95_ape_pct",
-        "max_ape_pct", "within_10pct", "geomean_ratio", "spearman_mean", "regret_mean_pct",
-    )
-    best = pl.col("median_ape_pct") == pl.col("median_ape_pct").min().over("split")
-    return t.with_columns(best=best).sort("split", "median_ape_pct")
-
-
-def overview(data: ReportData) -> Page:
-    g = data.gpu
-    page = Page(OVERVIEW, f"Overview: {g.name}")
-    page.add(
-        f"<p><b>{esc(g.name)}</b> ({esc(g.slug)}, {esc(g.arch)}, {g.sms} SMs, {g.sm_clock_mhz:.0f} MHz, "
-        f"{g.dram_bytes_per_s / 1e12:.2f} TB/s DRAM, {g.l2_bytes / 2**20:.0f} MiB L2; "
-        f"descriptor: {esc(g.source)}{', driver ' + esc(g.driver) if g.driver else ''})</p>"
-    )
-    page.p(data.note, cls="note")
-    page.h2("Where the measurements came from")
-    if data.source == "measure":
-        page.p("Measured now, on this machine's GPU, by this workflow's collect and microbench rules.")
-    elif data.source == "shipped":
-        page.p(f"Shipped reference measurements (results/{g.slug}/shipped/); no GPU of this kind here.")
-        if data.shipped_readme:
-            paras = [p.strip() for p in data.shipped_readme.split("\n\n") if p.strip()]
-            head = paras[0].lstrip("# ") if paras else ""
-            first = paras[1] if len(paras) > 1 else ""
-            page.add(f"<blockquote><b>{esc(head)}</b><br>{esc(first)}</blockquote>")
-    else:
-        _none(page, NOTHING_MEASURED)
-    page.add(provenance(data))
-    if data.skipped:
-        items = "".join(f"<li><b>{esc(s)}</b>: {esc(r)}</li>" for s, r in data.skipped.items())
-        page.add(f"<h2>Stages skipped</h2><ul>{items}</ul>")
-    page.h2("Fitted model parameters (value ± one sigma)")
-    page.add(table_html(params_table(data)))
-    page.h2("Accuracy of every model (out of sample)")
-    if data.accuracy is None:
-        _none(page, NOTHING_MEASURED)
-    else:
-        t = accuracy_table(data.accuracy)
-        page.p(f"cv: grouped cross-validation by shape on the development testlists; heldout: the "
-               f"{data.heldout} testlist, never used in any fit; all: both pooled, every row of every "
-               f"testlist predicted by a fit that did not see it. The best model per split is shaded. "
-               f"Regret: how much slower the model's pick per shape is than the measured best.")
-        page.add(table_html(t, highlight="best", max_rows=400))
-        models = _models(t["model"].to_list(), OOS_MODELS)
-        page.chart(charts.accuracy_bars(t.filter(pl.col("model").is_in(models)), models),
-                   "Median absolute percentage error of each model on configurations its fit did not see; "
-                   "shorter is better, held-out (another testlist) against cross-validated.")
-        ablations_section(page, data)
-    page.h2("Pages")
-    page.add("<ul>" + "".join(f"<li><a href='{f}'>{esc(t)}</a></li>" for f, t in NAV[1:]) + "</ul>")
-    return page
-
-
-ABLATIONS_NOT_RUN = (
-    "Not run here. The ablations refit ws-pipelined once per effect and fold with that effect "
-    "switched off (about 10 minutes on 2 cores, twice the rest of the workflow), so the "
-    "default run leaves them out. To show them on this page: snakemake --cores all --config "
-    "ablations=True (or ablations: true in config/config.yaml). The tables alone: "
-    "snakemake --cores all ablations, which writes results/{slug}/ablations.json and "
-    "ablations.csv. The figures last recorded on the shipped data: benchmarks/MODEL_ACCURACY.md."
-)
-
-
-def ablation_table(abl: pl.DataFrame) -> pl.DataFrame:
-    """One row per split and effect switched off, with the change of MAPE against every
-    effect on (ws-pipelined+fit on the same split)."""
-    t = abl.filter((pl.col("family") == "all") & ((pl.col("model") == FITTED_MODEL)
-                                                  | pl.col("model").str.contains(ABLATION_MARK, literal=True)))
-    base = t.filter(pl.col("model") == FITTED_MODEL).select("split", base=pl.col("mape_pct"))
-    off = pl.col("model").str.split(ABLATION_MARK).list.last()
-    return t.join(base, on="split", how="left").with_columns(
-        effect_off=pl.when(pl.col("model") == FITTED_MODEL).then(pl.lit("none (every effect on)")).otherwise(off),
-        mape_change_pct=pl.col("mape_pct") - pl.col("base"),
-    ).select("split", "effect_off", "n", "mape_pct", "mape_change_pct", "median_ape_pct", "p95_ape_pct",
-             "spearman_mean", "regret_mean_pct").sort("split", "mape_pct")
-
-
-def ablations_section(page: Page, data: ReportData) -> None:
-    page.h2("Ablations: ws-pipelined with one effect switched off (out of sample)")
-    if data.ablations is None:
-        _none(page, ABLATIONS_NOT_RUN.format(slug=data.gpu.slug))
-        return
-    page.p("Each effect of ws-pipelined switched off in turn, its constants refitted on the same folds "
-           "(no residual correction). mape_change_pct: MAPE minus that of every effect on, on the same split; "
-           "a large positive change means the effect earns its keep.")
-    page.add(table_html(ablation_table(data.ablations), max_rows=400))
 
 
 # ------------------------------------------------------------------------- predicted/measured
@@ -192,10 +36,10 @@ def measured_predictions(data: ReportData) -> pl.DataFrame:
 def accuracy_page(data: ReportData) -> Page:
     page = Page(ACCURACY, "Predicted against measured")
     if not data.measured:
-        _none(page, NOTHING_MEASURED)
+        none(page, NOTHING_MEASURED)
         return page
     d = measured_predictions(data)
-    models = _models(d["model"].unique().to_list(), PRED_MODELS)
+    models = models_in(d["model"].unique().to_list(), PRED_MODELS)
     pts, dropped = charts.sample(d, SCATTER_PER_MODEL, "model")
     cols = ["model", "shape", "config", "testlist", "split", "time_us", "predicted_us", "ratio", "limiter", "breakdown", "ape_pct"]
     pts = pts.select(cols).with_columns(pl.col("time_us", "predicted_us", "ratio").round(4))
@@ -210,7 +54,7 @@ def accuracy_page(data: ReportData) -> Page:
                "configuration and the model's breakdown; scroll to zoom." + shown, image="predicted_vs_measured")
     if data.out_of_sample is not None:
         oos = data.out_of_sample.filter(~pl.col("model").str.contains(ABLATION_MARK, literal=True))
-        omodels = _models(oos["model"].unique().to_list(), OOS_MODELS)
+        omodels = models_in(oos["model"].unique().to_list(), OOS_MODELS)
         page.h2("Sorted ratio curves (out of sample)")
         page.chart(charts.ratio_curves(oos, omodels),
                    "As in the gemm-model README: every configuration's predicted/measured ratio, sorted; a flat "
@@ -254,10 +98,10 @@ def readme_block(r: dict) -> str:
 def errors_page(data: ReportData) -> Page:
     page = Page(ERRORS, "Where the errors are")
     if not data.measured:
-        _none(page, NOTHING_MEASURED)
+        none(page, NOTHING_MEASURED)
         return page
     d = measured_predictions(data)
-    models = _models(d["model"].unique().to_list(), PRED_MODELS)
+    models = models_in(d["model"].unique().to_list(), PRED_MODELS)
     page.p("The workflow's predictions against the measurements, split into the testlists the parameters "
            f"were fitted on and the held-out {data.heldout} testlist. Bars: median absolute percentage error; "
            "ticks: 90th percentile (symlog axis).")
@@ -333,7 +177,7 @@ def roofline_points(data: ReportData) -> pl.DataFrame | None:
 def roofline_page(data: ReportData) -> Page:
     page = Page(ROOFLINE, "Roofline")
     if not data.measured:
-        _none(page, NOTHING_MEASURED + " The ceilings below are the descriptor's figures only.")
+        none(page, NOTHING_MEASURED + " The ceilings below are the descriptor's figures only.")
     pts = roofline_points(data)
     page.chart(charts.roofline(pts, microbench_ceilings(data)),
                "As in the PA2 report: each dot is the fastest measured configuration of one shape and kernel family, "
@@ -368,7 +212,7 @@ def timeline_page(data: ReportData) -> Page:
     page = Page(TIMELINE, "Timeline")
     picks = timeline_choices(data)
     if picks.is_empty():
-        _none(page, "No ws-stage predictions to draw.")
+        none(page, "No ws-stage predictions to draw.")
         return page
     bars, labels = [], []
     for r in picks.iter_rows(named=True):
@@ -419,7 +263,7 @@ def tilings_page(data: ReportData) -> Page:
     for name, t in data.tilings.items():
         page.h2(name)
         if t.is_empty():
-            _none(page, "No tilings.")
+            none(page, "No tilings.")
             continue
         t = t.with_columns(shape=pl.format("{}x{}x{}", "m", "n", "k"))
         nvmm = [c for c in t.columns if "nvmm" in c.lower() or "heuristic" in c.lower()]
@@ -445,7 +289,7 @@ def tilings_page(data: ReportData) -> Page:
                 if c in t.columns]
         page.add(table_html(t.select(show), max_rows=120))
     if not nvmm_any:
-        _none(page, "nvMatmulHeuristics: not available here (the tilings tables carry no nvMatmulHeuristics "
+        none(page, "nvMatmulHeuristics: not available here (the tilings tables carry no nvMatmulHeuristics "
                     "columns), so there is no comparison with it.")
     return page
 
@@ -475,7 +319,7 @@ def kernels_page(data: ReportData) -> Page:
                    "the configuration and its share of cuBLAS.")
         page.add(table_html(df))
     else:
-        _none(page, "No kernel-speed run against cuBLAS for this GPU (benchmarks/results/kernel_speed_<gpu>.json).")
+        none(page, "No kernel-speed run against cuBLAS for this GPU (benchmarks/results/kernel_speed_<gpu>.json).")
     if data.measured:
         d = data.predictions.filter(pl.col("time_us").is_not_null()).unique(subset=MEASURED_KEY)
         best = d.sort("tflops", descending=True).group_by("testlist", "family", maintain_order=True).first()
@@ -486,7 +330,7 @@ def kernels_page(data: ReportData) -> Page:
                    "The fastest configuration each family reached on any shape of the testlist; the tooltip gives "
                    "the shape, the configuration and the share of the data-sheet peak.")
     else:
-        _none(page, NOTHING_MEASURED)
+        none(page, NOTHING_MEASURED)
     return page
 
 
