@@ -156,24 +156,6 @@ def table_pairs(table: pl.DataFrame) -> list[tuple[str, str]]:
     return [tuple(r) for r in table.select("family", "dtype").unique().iter_rows()]
 
 
-# ------------------------------------------------------------------ output paths
-
-
-def output_path(path: str, suffixes: tuple[str, ...] | None = None) -> Path:
-    """A file to write: not a folder, one of ``suffixes`` (if given); its folder created."""
-    out = Path(path)
-    if out.is_dir() or path.endswith(("/", os.sep)):
-        raise UserError(f"{path}: is a folder; give a file name (e.g. {out / 'out.csv'})")
-    if suffixes and out.suffix.lower() not in suffixes:
-        raise UserError(f"{path}: unknown output format {out.suffix or '(no suffix)'!r}; "
-                        f"use {', '.join(suffixes)}")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise UserError(f"{path}: cannot create its folder ({err.strerror})") from None
-    return out
-
-
 def check_events(events: list[dict]) -> None:
     """Every simulated bar starts at a finite time >= 0 and ends no earlier."""
     for e in events:

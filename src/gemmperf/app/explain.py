@@ -51,7 +51,7 @@ def explain_row(row: dict, gpu: GPU) -> str:
     """One prediction row in words: time, waves, limiter, the stage times, what is exposed."""
     cfg = (f"{row['family']} {row['dtype']} {row['tile_m']}x{row['tile_n']}x{row['tile_k']}, "
            f"{row['stages']} stages{', persistent' if row.get('persistent') else ''}")
-    head = f"{row.get('model', '')}: {row['m']}x{row['n']}x{row['k']} with {cfg}: {row['predicted_us']:.4g} us. "
+    head = f"{row.get('model', '')}: {row['m']}x{row['n']}x{row['k']} with {cfg}: {us(row['predicted_us'])}. "
     why = LIMITER_WORDS.get(row.get("limiter"), f"limiter {row.get('limiter')}")
     stages = ""
     if row.get("stage_math_us") is not None:
@@ -109,11 +109,16 @@ def _fmt_row(r: dict) -> str:
             f"{'persistent' if persistent else 'non-persistent'}, {r.get('raster', 'row')} raster")
 
 
+def us(value: float) -> str:
+    """A time for a sentence: 157.1 us, 3.45 us, 3193012.3 us."""
+    return f"{value:.1f} us" if value >= 10 else f"{value:.3g} us"
+
+
 def one_line(sols, gpu: GPU, measured: dict | None, source: str) -> str:
     """optimize's default answer: the best configuration over the families solved, its
     predicted time and limiter, the measured best (or 'no measurement'), the parameters."""
     s = min(sols, key=lambda s: s.predicted_us)
-    meas = (f"measured best {measured['time_us']:.4g} us ({_fmt_row(measured)}; {measured['file']})"
+    meas = (f"measured best {us(measured['time_us'])} ({_fmt_row(measured)}; {measured['file']})"
             if measured else "no measurement")
     return (f"{s.shape.m}x{s.shape.n}x{s.shape.k} {s.shape.dtype} on {gpu.slug}: {s.family} {fmt_config(s.config)}: "
-            f"{s.predicted_us:.4g} us ({s.model}, limiter {s.breakdown.get('limiter')}); {meas}; params: {source}")
+            f"{us(s.predicted_us)} ({s.model}, limiter {s.breakdown.get('limiter')}); {meas}; params: {source}")

@@ -24,7 +24,7 @@ from ..problem import FAMILIES, RASTERS, KernelConfig, parse_shape, read_testlis
 from . import answers
 from .explain import explain_row
 from .modelparams import add_gpu_flags, resolve_params
-from .resolve import RESULTS, parse_families, parse_ints, resolve_gpu
+from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu
 
 SHOWN = ("model", "m", "n", "k", "tile_m", "tile_n", "stages", "predicted_us", "limiter", "what_if")
 OUTPUT_SUFFIXES = (".csv", ".parquet", ".json")
@@ -141,19 +141,19 @@ def checked(table: pl.DataFrame, origin, gpu, what_if: bool) -> pl.DataFrame:
     """``table`` if every row is one a kernel implements and fits; with ``what_if``, the
     table with a ``what_if`` column (the reason, null where none); else the first
     offending row is refused, named by ``origin(i)``."""
-    answers.check_arithmetic(table)
     reasons = answers.row_reasons(table, gpu)
     bad = [i for i, r in enumerate(reasons) if r]
     if bad and not what_if:
         more = f" (and {len(bad) - 1} more row(s))" if len(bad) > 1 else ""
         raise UserError(f"{origin(bad[0])}: {reasons[bad[0]]}{more} {answers.WHAT_IF_HINT}")
+    answers.check_arithmetic(table)
     if what_if:
         return table.with_columns(pl.Series("what_if", reasons, dtype=pl.Utf8))
     return table
 
 
 def _write(out: pl.DataFrame, path: str) -> None:
-    target = answers.output_path(path, OUTPUT_SUFFIXES)
+    target = output_path(path, OUTPUT_SUFFIXES)
     try:
         if target.suffix.lower() == ".parquet":
             out.write_parquet(target)
@@ -231,7 +231,7 @@ def cmd_simulate(a) -> int:
         raise UserError(f"--max-waves {a.max_waves}: must be >= 1")
     gpu = resolve_gpu(a.gpu)
     pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu)
-    target = answers.output_path(a.out) if a.out else None
+    target = output_path(a.out) if a.out else None
     events, reason = _timeline(a, gpu, pset)
     answers.check_events(events)
     source = answers.params_source(pset, [(a.family, a.dtype)])
