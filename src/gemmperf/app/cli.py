@@ -46,9 +46,13 @@ User errors print one line and exit with status 2.
 """
 
 
-def _wide(prog):
-    """Help with each command on one line."""
-    return argparse.RawDescriptionHelpFormatter(prog, width=120, max_help_position=24)
+class _Wide(argparse.RawDescriptionHelpFormatter):
+    """Help with each command on one line: wide, and the help column after the longest
+    command name (argparse does not measure the names of subcommands)."""
+
+    def __init__(self, prog):
+        super().__init__(prog, width=120, max_help_position=24)
+        self._action_max_length = 4 + max(map(len, COMMANDS))
 
 
 def entry_module(command: str) -> str:
@@ -63,7 +67,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     to seconds, which ``gemmperf gpus`` should not wait for."""
     parser = argparse.ArgumentParser(prog="gemmperf", description="gemmperf: predict, explain and optimize "
                                      "GEMM kernel time on NVIDIA GPUs.", epilog=EPILOG,
-                                     formatter_class=_wide)
+                                     formatter_class=_Wide)
     parser.add_argument("--version", action="version", version=f"gemmperf {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="<command>",
                                 title="commands")
