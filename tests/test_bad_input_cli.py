@@ -245,6 +245,8 @@ def test_optimize_answers_in_one_line(capsys, tmp_path):
     assert match and match["meas"].startswith("measured best 190.2 us (ws-hopper 128x256x64, 4 stages, persistent")
     code, out, _ = run(capsys, *argv, "--explain")
     assert "optimum:" in out and "runner-up:" in out and "solve:" in out and "measured best" in out
+    code, out, _ = run(capsys, "optimize", "--gpu", GPU, "--shape", "4096x4096x4096", "--dtype", "fp8")
+    assert code == 0 and out.startswith(f"4096x4096x4096 fp32 on {GPU}: simt (skipped ws-hopper, ws-ampere: ")
 
 
 def test_predict_explains_in_words(capsys):
@@ -253,6 +255,8 @@ def test_predict_explains_in_words(capsys):
     assert "1024 tiles on 132 SMs: 8 waves, the last with 100 of 132 SMs busy" in out
     assert re.search(r"It is \w+ bound", out) and "Where the time goes: main loop" in out
     assert "exposed prologue fill" in out and "epilogue" in out
+    code, out, _ = run(capsys, "predict", "--gpu", GPU, "--shape", "64x64x64", "--model", "sync", "--json", "--explain")
+    assert "It is load bound" in json.loads(out)[0]["explanation"]
 
 
 # ------------------------------------------------------------------ help

@@ -114,11 +114,13 @@ def us(value: float) -> str:
     return f"{value:.1f} us" if value >= 10 else f"{value:.3g} us"
 
 
-def one_line(sols, gpu: GPU, measured: dict | None, source: str) -> str:
+def one_line(sols, gpu: GPU, measured: dict | None, source: str, skipped=()) -> str:
     """optimize's default answer: the best configuration over the families solved, its
-    predicted time and limiter, the measured best (or 'no measurement'), the parameters."""
+    predicted time and limiter, the measured best (or 'no measurement'), the parameters,
+    and the families ``skipped`` (no kernel for the request) if any."""
     s = min(sols, key=lambda s: s.predicted_us)
+    skip = f" (skipped {', '.join(skipped)}: --explain says why)" if skipped else ""
     meas = (f"measured best {us(measured['time_us'])} ({_fmt_row(measured)}; {measured['file']})"
             if measured else "no measurement")
-    return (f"{s.shape.m}x{s.shape.n}x{s.shape.k} {s.shape.dtype} on {gpu.slug}: {s.family} {fmt_config(s.config)}: "
+    return (f"{s.shape.m}x{s.shape.n}x{s.shape.k} {s.shape.dtype} on {gpu.slug}: {s.family}{skip} {fmt_config(s.config)}: "
             f"{us(s.predicted_us)} ({s.model}, limiter {s.breakdown.get('limiter')}); {meas}; params: {source}")

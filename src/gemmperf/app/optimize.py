@@ -102,7 +102,7 @@ def _check_solutions(sols) -> None:
 def optimize_shape(a, gpu, pset, fams, fix) -> int:
     shape = parse_shape(a.shape, a.dtype)
     _check_shape(shape, gpu)
-    sols, errors = [], []
+    sols, errors, skipped = [], [], []
     for f in fams:
         try:
             reason = _shape_reason(shape, gpu, f)
@@ -113,6 +113,7 @@ def optimize_shape(a, gpu, pset, fams, fix) -> int:
             if a.family != "all":
                 raise
             errors.append(str(err))  # e.g. a dtype one family has no kernel for
+            skipped.append(f)
     if not sols:
         raise UserError("; ".join(errors))
     _check_solutions(sols)
@@ -123,7 +124,7 @@ def optimize_shape(a, gpu, pset, fams, fix) -> int:
     pairs = [(s.family, s.shape.dtype) for s in sols]
     measured = measured_best(gpu, (shape.m, shape.n, shape.k), pairs)
     if not a.explain:
-        print(one_line(sols, gpu, measured, answers.params_source(pset, pairs, short=True)))
+        print(one_line(sols, gpu, measured, answers.params_source(pset, pairs, short=True), skipped))
         return 0
     for s in sols:
         _print_solution(s, gpu)

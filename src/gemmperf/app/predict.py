@@ -197,7 +197,10 @@ def cmd_predict(a) -> int:
         if note:
             print(note, file=sys.stderr)
     elif a.json:
-        print(json.dumps(out.to_dicts(), indent=2, default=str))
+        rows = out.to_dicts()
+        if a.explain:
+            rows = [{**r, "explanation": explain_row(r, gpu)} for r in rows]
+        print(json.dumps(rows, indent=2, default=str))
     else:
         print_table(out.select([c for c in SHOWN if c in out.columns]), False)
         if a.explain:
