@@ -279,3 +279,14 @@ def test_top_level_help_lists_every_command_on_one_line(capsys):
     out = capsys.readouterr().out
     for name, (_, text) in COMMANDS.items():
         assert re.search(rf"^ +{re.escape(name)} +{re.escape(text)}$", out, re.M), name
+
+
+def test_a_negative_or_non_finite_time_is_never_an_answer():
+    from gemmperf.app.answers import check_times
+    from gemmperf.errors import UserError
+
+    good = pl.DataFrame({"model": ["sync"], "m": [8], "n": [8], "k": [8], "predicted_us": [3.5]})
+    check_times(good)
+    for bad in (-1.0, 0.0, float("inf"), float("nan"), None):
+        with pytest.raises(UserError, match=r"internal error: model sync gave predicted_us"):
+            check_times(good.with_columns(pl.Series("predicted_us", [bad], dtype=pl.Float64)))

@@ -1,7 +1,7 @@
 """What every answer of ``predict``, ``simulate`` and ``optimize`` is checked for before
 it is given: a configuration some kernel implements (or an explicit what-if, flagged), a
-shape whose operands fit in the GPU's memory, finite positive times, an output path that
-can be written; and the statement of where its parameters came from.
+shape whose operands fit in the GPU's memory, finite positive times; and the statement of
+where its parameters came from.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import os
 from datetime import datetime, timezone
-from pathlib import Path
 
 import polars as pl
 

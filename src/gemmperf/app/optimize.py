@@ -156,10 +156,8 @@ def optimize_testlist(a, gpu, pset, fams) -> int:
     meas = _measurements(a, gpu, path)
     out = output_path(a.out, (".csv",)) if a.out else RESULTS / gpu.slug / "tilings" / f"{path.stem}.csv"
     table = tilings_table(shapes, gpu, pset, fams, a.model, meas, a.space)
-    t = pl.col("predicted_us")
-    if table.filter(t.is_null() | ~t.is_finite() | (t <= 0)).height:
-        raise UserError(f"internal error: a non-finite or negative predicted_us for {path} (please report it)")
-    source = answers.params_source(pset, [tuple(r) for r in table.select("family", "dtype").unique().iter_rows()])
+    answers.check_times(table)
+    source = answers.params_source(pset, answers.table_pairs(table))
     table = table.with_columns(pl.lit(source).alias("params_source"))
     out.parent.mkdir(parents=True, exist_ok=True)
     table.write_csv(out)
