@@ -43,7 +43,8 @@ def test_predict_one_configuration_json(capsys):
 
 def test_predict_csv_in_and_out(capsys, tmp_path):
     src = tmp_path / "in.csv"
-    src.write_text("m,n,k,family,dtype,tile_m,tile_n\n512,512,512,ws-hopper,bf16,128,128\n100,100,100,simt,fp32,64,64\n")
+    src.write_text("m,n,k,family,dtype,tile_m,tile_n,tile_k,stages\n512,512,512,ws-ampere,bf16,128,128,32,4\n"
+                   "100,100,100,simt,fp32,64,64,8,2\n")
     dst = tmp_path / "out.csv"
     code, _, _ = run(capsys, "predict", "--gpu", "a100-sxm4-80gb", "--input", str(src), "--output", str(dst))
     assert code == 0
@@ -51,11 +52,14 @@ def test_predict_csv_in_and_out(capsys, tmp_path):
     assert len(lines) == 3 and "predicted_us" in lines[0]
 
 
-def test_simulate_outputs_every_event(capsys):
+def test_simulate_outputs_every_event(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no results/<gpu>/params.json here: descriptor defaults
     code, out, _ = run(capsys, "simulate", "--gpu", "h100-sxm5-80gb", "--shape", "256x256x1024",
                        "--tile", "128x128x64", "--stages", "3", "--format", "json")
     assert code == 0
-    events = json.loads(out)
+    answer = json.loads(out)
+    assert answer["params_source"].startswith("descriptor defaults") and answer["what_if"] is None
+    events = answer["events"]
     maths = [e for e in events if e["warp"] == "MATH"]
     assert len(maths) == 1024 // 64  # one multiply per stage, one wave
     assert all(e["end_us"] >= e["start_us"] for e in events)
@@ -94,7 +98,9 @@ def test_fit_writes_params_and_correction_from_one_fit(capsys, tmp_path):
     from gemmperf.app.fit import read_measurements
 
     fitted, correction, _ = A.fit_shipped(read_measurements(paths), ps, "llm", residual=True)
-    assert json.loads(out.read_text()) == fitted.to_dict()
+    written = json.loads(out.read_text())
+    assert written.pop("fitted_at").startswith("20")  # stamped when written: the answers' source date
+    assert written == fitted.to_dict()
     assert json.loads(corr.read_text()) == correction.to_dict()
 
 

@@ -350,9 +350,14 @@ def test_cli_shape_and_errors(capsys):
     a = p.parse_args(["optimize", "--gpu", "h100-sxm5-80gb", "--shape", "1024x1024x1024", "--family", "ws-hopper"])
     assert a.func(a) == 0
     out = capsys.readouterr().out
+    assert len(out.splitlines()) == 1 and "ws-hopper" in out and "limiter" in out  # the one-line answer
+    a = p.parse_args(["optimize", "--gpu", "h100-sxm5-80gb", "--shape", "1024x1024x1024", "--family", "ws-hopper",
+                      "--explain"])
+    assert a.func(a) == 0
+    out = capsys.readouterr().out
     assert "optimum:" in out and "runner-up:" in out and "solve:" in out
     a = p.parse_args(["optimize", "--gpu", "h100-sxm5-80gb", "--shape", "1024x1024x1024", "--family", "ws-hopper",
-                      "--model", "ws-pipelined", "--stages", "4"])
+                      "--model", "ws-pipelined", "--stages", "4", "--explain"])
     assert a.func(a) == 0
     out = capsys.readouterr().out
     assert "model ws-pipelined" in out and ", 4 stages" in out

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from .errors import UserError
@@ -55,8 +57,9 @@ class Params:
     def __post_init__(self):
         for name in PARAM_NAMES:
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or value != value or value < 0:
-                raise UserError(f"parameter {name} = {value!r} must be a number >= 0")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                    or value < 0:
+                raise UserError(f"parameter {name} = {value!r} must be a finite number >= 0")
         for name in ("load_bytes_per_us", "math_flops_per_us"):
             if getattr(self, name) <= 0:
                 raise UserError(f"parameter {name} must be > 0")
@@ -88,13 +91,24 @@ def default_params(gpu: GPU, family: str, dtype: str) -> Params:
     )
 
 
+# what a params.json may hold: top-level keys, and the keys of one entry
+FILE_KEYS = ("gpu", "entries", "fitted_at")
+ENTRY_KEYS = ("family", "dtype", *PARAM_NAMES, "source", "uncertainty", "quality", "constants",
+              "extra")  # extra: files written before the field was named constants
+
+
 @dataclass
 class ParamSet:
-    """Parameters of one GPU, by (family, dtype); falls back to descriptor defaults."""
+    """Parameters of one GPU, by (family, dtype); falls back to descriptor defaults.
+
+    ``origin`` is the file the entries were read from ("" when built in memory) and
+    ``fitted_at`` the UTC time the file was written (ISO 8601; "" when unknown)."""
 
     gpu: GPU
     entries: dict[tuple[str, str], Params] = field(default_factory=dict)
     overrides: dict[str, float] = field(default_factory=dict)
+    origin: str = ""
+    fitted_at: str = ""
 
     def get(self, family: str, dtype: str) -> Params:
         p = self.entries.get((family, dtype)) or default_params(self.gpu, family, dtype)
@@ -103,28 +117,90 @@ class ParamSet:
     def to_dict(self) -> dict:
         return {
             "gpu": self.gpu.slug,
+            **({"fitted_at": self.fitted_at} if self.fitted_at else {}),
             "entries": [
                 {"family": f, "dtype": d, **p.to_dict()} for (f, d), p in sorted(self.entries.items())
             ],
         }
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+        """Write the entries as JSON, stamped with ``fitted_at`` (now, unless already set)."""
+        stamped = self.fitted_at or datetime.now(timezone.utc).isoformat(timespec="seconds")
+        data = dataclasses.replace(self, fitted_at=stamped).to_dict()
+        Path(path).write_text(json.dumps(data, indent=2) + "\n")
 
     @classmethod
     def load(cls, path: str | Path, gpu: GPU) -> ParamSet:
+        """Read a params.json; anything but a well-formed file is one UserError line."""
         path = Path(path)
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as err:
-            raise UserError(f"{path}: cannot read parameters ({err})") from None
-        entries = {}
-        for i, e in enumerate(data.get("entries", [])):
-            try:
-                fields = {k: e[k] for k in e if k not in ("family", "dtype")}
-                if "extra" in fields:  # files written before the field was named constants
-                    fields["constants"] = {**fields.pop("extra"), **fields.get("constants", {})}
-                entries[(e["family"], e["dtype"])] = Params(**fields)
-            except (KeyError, TypeError) as err:
-                raise UserError(f"{path}: entry {i}: {err}") from None
-        return cls(gpu=gpu, entries=entries)
+            raise UserError(f"{path}: cannot read parameters ({str(err).splitlines()[0]})") from None
+        entries = _entries(path, data)
+        fitted_at = data.get("fitted_at", "")
+        if not isinstance(fitted_at, str):
+            raise UserError(f"{path}: fitted_at = {fitted_at!r} is not a date string")
+        return cls(gpu=gpu, entries=entries, origin=str(path), fitted_at=fitted_at)
+
+
+def file_gpu(path: str | Path) -> str | None:
+    """The GPU slug a params.json was fitted for (its ``gpu`` field), None if absent."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    gpu = data.get("gpu") if isinstance(data, dict) else None
+    return gpu if isinstance(gpu, str) else None
+
+
+def _entries(path: Path, data) -> dict[tuple[str, str], Params]:
+    """The entries of a params.json's parsed ``data``, each checked."""
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: parameters must be a JSON object with 'entries', got {type(data).__name__}")
+    unknown = [k for k in data if k not in FILE_KEYS]
+    if unknown or "entries" not in data:
+        raise UserError(f"{path}: expected keys {', '.join(FILE_KEYS)}; "
+                        + (f"unknown {', '.join(map(repr, unknown))}" if unknown else "no 'entries'"))
+    if not isinstance(data["entries"], list) or not data["entries"]:
+        raise UserError(f"{path}: 'entries' must be a non-empty list of parameter entries")
+    entries: dict[tuple[str, str], Params] = {}
+    for i, e in enumerate(data["entries"]):
+        key, params = _entry(path, i, e)
+        if key in entries:
+            raise UserError(f"{path}: entry {i}: a second entry for family {key[0]}, dtype {key[1]}")
+        entries[key] = params
+    return entries
+
+
+def _entry(path: Path, i: int, e) -> tuple[tuple[str, str], Params]:
+    where_ = f"{path}: entry {i}"
+    if not isinstance(e, dict):
+        raise UserError(f"{where_}: expected an object, got {type(e).__name__}")
+    unknown = [k for k in e if k not in ENTRY_KEYS]
+    if unknown:
+        raise UserError(f"{where_}: unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(ENTRY_KEYS)}")
+    missing = [k for k in ("family", "dtype", *PARAM_NAMES[:-1]) if k not in e]
+    if missing:
+        raise UserError(f"{where_}: missing {', '.join(missing)}")
+    if not all(isinstance(e[k], str) for k in ("family", "dtype")):
+        raise UserError(f"{where_}: family and dtype must be strings")
+    for name in ("uncertainty", "quality", "constants", "extra"):
+        _check_numbers(where_, name, e.get(name, {}), finite=name in ("constants", "extra"))
+    fields = {k: e[k] for k in e if k not in ("family", "dtype", "extra")}
+    fields["constants"] = {**e.get("extra", {}), **e.get("constants", {})}
+    try:
+        return (e["family"], e["dtype"]), Params(**fields)
+    except UserError as err:
+        raise UserError(f"{where_}: {err}") from None
+    except TypeError as err:
+        raise UserError(f"{where_}: {err}") from None
+
+
+def _check_numbers(where_: str, name: str, values, finite: bool) -> None:
+    """``values`` must be {str: number}; with ``finite``, finite numbers."""
+    if not isinstance(values, dict):
+        raise UserError(f"{where_}: {name} must be an object of numbers")
+    for key, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (finite and not math.isfinite(value)):
+            raise UserError(f"{where_}: {name}.{key} = {value!r} must be a {'finite ' if finite else ''}number")

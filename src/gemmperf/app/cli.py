@@ -17,20 +17,42 @@ from ..errors import UserError
 # command -> (module of gemmperf.app that runs it, one line of help). The module is the
 # command's entry point: its imports make the stage's code hash (stagehash).
 COMMANDS = {
-    "gpus": ("hardware", "the GPU catalog and the probed local GPU"),
+    "gpus": ("hardware", "list the GPU catalog and the probed local GPU"),
     "hardware": ("hardware", "write the descriptor of the local GPU (or a catalog or shipped one)"),
     "predict": ("predict", "predict kernel time: one configuration, a CSV of them, or a testlist"),
-    "simulate": ("predict", "the ws-stage event timeline of one configuration"),
+    "simulate": ("predict", "the ws-stage event timeline (Gantt bars) of one configuration"),
     "microbench": ("microbench", "T_INIT, T_EPILOGUE, load/math throughput and latency, DRAM and L2 bandwidth"),
     "collect": ("collect", "measure a testlist's configurations on the local GPU (appends, resumes)"),
     "merge": ("merge", "merge collect shards into one measurement CSV"),
     "fit": ("fit", "fit model parameters and the residual correction (one fit)"),
     "accuracy": ("fit", "out-of-sample accuracy: grouped CV by shape + held-out testlist"),
-    "optimize": ("optimize", "Z3-optimal tiling of a shape (or a testlist), with runner-up and regret"),
+    "optimize": ("optimize", "the best configuration of a shape in one line (Z3), or a testlist's tilings"),
     "report": ("report", "one GPU's report: linked offline HTML pages and PNGs of the key charts"),
     "index": ("report", "results/index.html: every GPU's report, linked"),
     "gpu-slot": ("gpuslot", "run a command on one free GPU of this node (sets CUDA_VISIBLE_DEVICES)"),
 }
+
+
+EPILOG = """examples:
+  gemmperf gpus
+  gemmperf optimize --gpu h100-sxm5-80gb --shape 4096x4096x4096
+  gemmperf predict --gpu h100-sxm5-80gb --shape 4096x4096x4096 --tile 128x256x64 --explain
+  gemmperf simulate --gpu h100-sxm5-80gb --shape 256x256x1024 --stages 3
+  gemmperf <command> -h     what a command does, its options and examples
+
+Parameters: results/<gpu>/params.json (written by `gemmperf fit`, or the workflow) when it
+exists in the current folder, else the GPU descriptor's defaults; every answer says which.
+User errors print one line and exit with status 2.
+"""
+
+
+class _Wide(argparse.RawDescriptionHelpFormatter):
+    """Help with each command on one line: wide, and the help column after the longest
+    command name (argparse does not measure the names of subcommands)."""
+
+    def __init__(self, prog):
+        super().__init__(prog, width=120, max_help_position=24)
+        self._action_max_length = 4 + max(map(len, COMMANDS))
 
 
 def entry_module(command: str) -> str:
@@ -43,9 +65,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     is listed by name and help only. Only the module of the command that runs is
     imported: the commands' imports (scikit-learn, altair, z3, cuda-python) take up
     to seconds, which ``gemmperf gpus`` should not wait for."""
-    parser = argparse.ArgumentParser(prog="gemmperf", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="gemmperf", description="gemmperf: predict, explain and optimize "
+                                     "GEMM kernel time on NVIDIA GPUs.", epilog=EPILOG,
+                                     formatter_class=_Wide)
     parser.add_argument("--version", action="version", version=f"gemmperf {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="<command>",
+                                title="commands")
     loaded = set()
     if command in COMMANDS:
         module = importlib.import_module(entry_module(command))

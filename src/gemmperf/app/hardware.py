@@ -3,6 +3,7 @@ descriptor of one GPU: probed, copied from shipped data, or from the catalog).""
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..hardware import CATALOG, GPU, NoGPU, get_gpu, probe
 from .plan import identity, local_probe
+from .resolve import output_path
 
 SOURCES = ("auto", "measure", "shipped", "catalog")
 
@@ -53,7 +55,9 @@ def cmd_hardware(a) -> int:
     if a.source == "shipped":
         if not a.shipped or not a.out:
             raise UserError("hardware --source shipped: give --shipped PATH and --out PATH")
-        shutil.copyfile(a.shipped, a.out)
+        if not Path(a.shipped).is_file():
+            raise UserError(f"{a.shipped}: shipped descriptor not found")
+        shutil.copyfile(a.shipped, output_path(a.out, (".json",)))
         print(f"copied the shipped descriptor {a.shipped}", file=sys.stderr)
         return 0
     if a.source == "measure":
@@ -71,24 +75,33 @@ def cmd_hardware(a) -> int:
             print(f"{err}; using the catalog entry for {gpu.slug}", file=sys.stderr)
     text = json.dumps(gpu.to_dict(), indent=2) + "\n"
     if a.out:
-        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(a.out).write_text(text)
+        output_path(a.out, (".json",)).write_text(text)
     else:
         print(text, end="")
     return 0
 
 
 def add_parsers(sub) -> None:
-    p = sub.add_parser("gpus", help="the GPU catalog and the probed local GPU")
-    p.add_argument("--json", action="store_true")
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser("gpus", help="list the GPU catalog and the probed local GPU",
+                       description="The GPUs gemmperf knows (catalog slugs for --gpu) and the local one.",
+                       epilog="examples:\n  gemmperf gpus\n  gemmperf gpus --json", formatter_class=fmt)
+    p.add_argument("--json", action="store_true", help="print the descriptors as JSON")
     p.set_defaults(func=cmd_gpus)
 
-    p = sub.add_parser("hardware", help="write the descriptor of the local GPU (or a catalog one)")
-    p.add_argument("--gpu", default="auto", help="catalog slug to use when no GPU is present")
+    p = sub.add_parser("hardware", help="write the descriptor of the local GPU (or a catalog or shipped one)",
+                       description="Write a GPU descriptor (SMs, clock, shared memory, bandwidths, peak rates) "
+                       "as JSON: the models' view of the GPU.",
+                       epilog="examples:\n  gemmperf hardware --out results/local/hardware.json\n"
+                       "  gemmperf hardware --source catalog --gpu a100-sxm4-80gb\n"
+                       "  gemmperf hardware --source shipped --shipped results/h100-sxm5-80gb/shipped/hardware.json "
+                       "--out hw.json", formatter_class=fmt)
+    p.add_argument("--gpu", default="auto",
+                   help="catalog slug to use when no GPU is present (gemmperf gpus lists them), e.g. --gpu h100-sxm5-80gb")
     p.add_argument("--source", default="auto", choices=SOURCES,
                    help="auto: probe, else the catalog's --gpu; measure: probe (no fallback); "
                    "shipped: copy --shipped; catalog: the catalog's --gpu")
     p.add_argument("--shipped", nargs="?", help="shipped hardware.json to copy (--source shipped)")
-    p.add_argument("--expect-identity", help="JSON of the identity fields the probed GPU must have")
-    p.add_argument("--out", help="output JSON (default: stdout)")
+    p.add_argument("--expect-identity", help="JSON of the identity fields the probed GPU must have (the workflow's)")
+    p.add_argument("--out", help="output JSON, its folder created (default: stdout), e.g. --out hw.json")
     p.set_defaults(func=cmd_hardware)

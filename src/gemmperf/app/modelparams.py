@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..hardware import GPU
-from ..params import PARAM_NAMES, ParamSet
+from ..models.ws_pipelined import CONSTANTS
+from ..params import PARAM_NAMES, ParamSet, file_gpu
 from .resolve import RESULTS
 
 
@@ -25,23 +26,43 @@ def parse_overrides(items: list[str] | None) -> dict[str, float]:
     return out
 
 
-def resolve_params(gpu: GPU, params_path: str | None, overrides: list[str] | None = None) -> ParamSet:
+def resolve_params(gpu: GPU, params_path: str | None, overrides: list[str] | None = None,
+                   any_gpu: bool = False) -> ParamSet:
     """Fitted parameters from --params or results/<gpu>/params.json, else descriptor
-    defaults; ``--set`` overrides on top."""
+    defaults; ``--set`` overrides on top. A file fitted for another GPU (its ``gpu``
+    field) is refused unless ``any_gpu``; a stored constant no model knows is an error."""
     path = Path(params_path) if params_path else RESULTS / gpu.slug / "params.json"
     if params_path and not path.is_file():
         raise UserError(f"{path}: parameters file not found")
-    pset = ParamSet.load(path, gpu) if path.is_file() else ParamSet(gpu)
+    if path.is_file():
+        fitted_for = file_gpu(path)
+        if fitted_for not in (None, gpu.slug) and not any_gpu:
+            raise UserError(f"{path}: fitted for {fitted_for}, not {gpu.slug}; "
+                            "--params-any-gpu uses it anyway")
+        pset = ParamSet.load(path, gpu)
+        for (family, dtype), p in pset.entries.items():
+            unknown = sorted(set(p.constants) - set(CONSTANTS))
+            if unknown:
+                raise UserError(f"{path}: {family} {dtype}: unknown constant(s) {', '.join(unknown)}")
+    else:
+        pset = ParamSet(gpu)
     pset.overrides.update(parse_overrides(overrides))
     return pset
 
 
 def add_gpu_flags(p) -> None:
-    p.add_argument("--gpu", default="auto", help="catalog slug, hardware.json, or auto (probe)")
-    p.add_argument("--params", help="parameters JSON (default results/<gpu>/params.json if present)")
+    p.add_argument("--gpu", default="auto",
+                   help="catalog slug (gemmperf gpus lists them), a hardware.json, or auto: probe the "
+                   "local GPU (default); e.g. --gpu h100-sxm5-80gb")
+    p.add_argument("--params", help="parameters JSON written by gemmperf fit (default "
+                   "results/<gpu>/params.json if present, else descriptor defaults); "
+                   "e.g. --params results/h100-sxm5-80gb/params.json")
+    p.add_argument("--params-any-gpu", action="store_true",
+                   help="use --params even if it was fitted for another GPU than --gpu")
     add_set_flag(p)
 
 
 def add_set_flag(p) -> None:
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
-                   help="override one model parameter (every family and dtype); repeatable")
+                   help="override one model parameter (every family and dtype); repeatable; "
+                   "e.g. --set t_init_us=1.5")

@@ -1,28 +1,40 @@
-"""``gemmperf optimize``: the Z3-optimal configuration of one shape, or a testlist's table.
-
-    gemmperf optimize --gpu h100-sxm5-80gb --shape 4096x4096x4096 [--dtype bf16]
-                      [--family ws-hopper|ws-ampere|simt|all] [--model ws-pipelined|ws-stage|ws-persistent]
-                      [--tile 128x256x64] [--stages 4] [--json]
-    gemmperf optimize --gpu h100-sxm5-80gb --testlist testlists/dsv3.csv [--family ws-hopper,simt]
-                      [--measurements results/<gpu>/measurements/dsv3.csv] [--out CSV]
-
-The default model is the workflow's (config ``optimize.model``): ws-pipelined.
-"""
+"""``gemmperf optimize``: the best configuration of one shape (one line), or a testlist's table."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
+import polars as pl
+
 from ..errors import UserError
-from ..kernels import families_on
+from ..kernels import families_on, get_family
 from ..optimize import DEFAULT_MODEL, MODELS, solve
 from ..optimize.tilings import mean_regret, tilings_table
 from ..problem import FAMILIES, RASTERS, check_dtype, parse_shape, read_testlist
+from ..tables import read_measurements, valid_rows
+from . import answers
+from .explain import fmt_config, measured_best, one_line
 from .modelparams import add_gpu_flags, resolve_params
-from ..tables import read_measurements
-from .resolve import RESULTS, parse_families, parse_ints, resolve_gpu
+from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu
+
+EPILOG = """examples:
+  gemmperf optimize --gpu h100-sxm5-80gb --shape 4096x4096x4096
+  gemmperf optimize --gpu h100-sxm5-80gb --shape 4096x4096x4096 --explain
+  gemmperf optimize --gpu h100-sxm5-80gb --shape 8192x1024x4096 --family ws-hopper --tile 128x256x64 --json
+  gemmperf optimize --gpu h100-sxm5-80gb --testlist testlists/dsv3.csv --out tilings/dsv3.csv
+
+With --shape the answer is one line: the best configuration over the families solved, its
+predicted time and limiter, the fastest measurement of that shape in
+results/<gpu>/measurements (or the shipped ones), and where the parameters came from.
+--explain prints each family's optimum with its breakdown, runner-up and solve time.
+With --testlist it writes one row per shape and family (tilings CSV), with the measured
+time of the choice and the regret where measurements exist.
+"""
+
 
 def _fix(a) -> dict:
     """The pinned parts of the configuration (--tile, --stages, --raster)."""
@@ -49,16 +61,10 @@ def _families(a, gpu) -> list[str]:
     return fams
 
 
-def _fmt_cfg(c) -> str:
-    cl = f" cluster {c.cluster_m}x{c.cluster_n}" if (c.cluster_m, c.cluster_n) != (1, 1) else ""
-    return (f"{c.tile_m}x{c.tile_n}x{c.tile_k}, {c.stages} stages{cl}, "
-            f"{'persistent' if c.persistent else 'non-persistent'}, {c.raster} raster")
-
-
 def _print_solution(s, gpu) -> None:
     print(f"{s.family} on {gpu.slug}, {s.shape}, model {s.model} "
           f"({s.n_configs} configurations, {s.n_classes} tiles)")
-    print(f"  optimum:   {_fmt_cfg(s.config)}")
+    print(f"  optimum:   {fmt_config(s.config)}")
     print(f"             predicted {s.predicted_us:.3f} us, MATH wait {s.math_wait_us:.3f} us, "
           f"limiter {s.breakdown.get('limiter')}")
     skip = {"predicted_us", "limiter", "math_wait_us"}
@@ -67,41 +73,92 @@ def _print_solution(s, gpu) -> None:
     print(f"             {', '.join(parts)}")
     if s.runner_up is not None:
         r = s.runner_up
-        print(f"  runner-up: {_fmt_cfg(r.config)}: predicted {r.predicted_us:.3f} us "
+        print(f"  runner-up: {fmt_config(r.config)}: predicted {r.predicted_us:.3f} us "
               f"(+{(r.predicted_us / s.predicted_us - 1) * 100:.2f}%)")
     print(f"  solve:     {s.solve_s * 1e3:.1f} ms (runner-up {s.runner_up_s * 1e3:.1f} ms)")
 
 
+def _shape_reason(shape, gpu, family: str | None = None) -> str | None:
+    """Why ``shape`` has no answer on ``gpu`` (in the dtype ``family`` computes), or None."""
+    dtype = get_family(family).dtype_for(shape.dtype) if family else shape.dtype
+    return answers.shape_reason(shape.m, shape.n, shape.k, dtype, gpu) or \
+        answers.arithmetic_reason(shape.m, shape.n, shape.k)
+
+
+def _check_shape(shape, gpu, origin: str = "") -> None:
+    """A shape whose operands do not fit in the GPU's memory has no answer."""
+    reason = _shape_reason(shape, gpu)
+    if reason:
+        raise UserError(f"{origin}{reason}")
+
+
+def _check_solutions(sols) -> None:
+    for s in sols:
+        if not (math.isfinite(s.predicted_us) and s.predicted_us > 0):
+            raise UserError(f"internal error: {s.family} {s.model} gave predicted_us = {s.predicted_us} for "
+                            f"{s.shape} (please report it); no answer given")
+
+
 def optimize_shape(a, gpu, pset, fams, fix) -> int:
     shape = parse_shape(a.shape, a.dtype)
-    sols, errors = [], []
+    _check_shape(shape, gpu)
+    sols, errors, skipped = [], [], []
     for f in fams:
         try:
+            reason = _shape_reason(shape, gpu, f)
+            if reason:
+                raise UserError(f"{f}: {reason}")
             sols.append(solve(shape, f, gpu, pset, a.model, fix=fix or None))
         except UserError as err:
             if a.family != "all":
                 raise
             errors.append(str(err))  # e.g. a dtype one family has no kernel for
+            skipped.append(f)
     if not sols:
         raise UserError("; ".join(errors))
+    _check_solutions(sols)
+    source = answers.params_source(pset, [(s.family, s.shape.dtype) for s in sols])
     if a.json:
-        print(json.dumps([s.to_dict() for s in sols], indent=2, default=str))
+        print(json.dumps([{**s.to_dict(), "params_source": source} for s in sols], indent=2, default=str))
+        return 0
+    pairs = [(s.family, s.shape.dtype) for s in sols]
+    measured = measured_best(gpu, (shape.m, shape.n, shape.k), pairs)
+    if not a.explain:
+        print(one_line(sols, gpu, measured, answers.params_source(pset, pairs, short=True), skipped))
         return 0
     for s in sols:
         _print_solution(s, gpu)
+    for err in errors:
+        print(f"skipped: {err}")
+    print(one_line(sols, gpu, measured, source))
     return 0
+
+
+def _measurements(a, gpu, path: Path):
+    """The measurements for the regret (None: none); --space measured requires some."""
+    if a.measurements is None:  # not given: the default file, if there is one
+        looked = RESULTS / gpu.slug / "measurements" / f"{path.stem}.csv"
+        meas = read_measurements(looked) if looked.is_file() else None
+    else:  # given; the flag alone (an empty value) means none
+        looked = a.measurements or "(none: --measurements given without a file)"
+        meas = read_measurements(a.measurements) if a.measurements else None
+    if a.space == "measured" and (meas is None or valid_rows(meas).height == 0):
+        raise UserError(f"--space measured: no valid measurements (looked for {looked}); "
+                        "give --measurements CSV or --space legal")
+    return meas
 
 
 def optimize_testlist(a, gpu, pset, fams) -> int:
     path = Path(a.testlist)
     shapes = read_testlist(path, a.dtype)
-    if a.measurements is None:  # not given: the default file, if there is one
-        default = RESULTS / gpu.slug / "measurements" / f"{path.stem}.csv"
-        meas = read_measurements(default) if default.is_file() else None
-    else:  # given; the flag alone (an empty value) means none
-        meas = read_measurements(a.measurements) if a.measurements else None
+    for s in shapes:
+        _check_shape(s, gpu, f"{path}: ")
+    meas = _measurements(a, gpu, path)
+    out = output_path(a.out, (".csv",)) if a.out else RESULTS / gpu.slug / "tilings" / f"{path.stem}.csv"
     table = tilings_table(shapes, gpu, pset, fams, a.model, meas, a.space)
-    out = Path(a.out) if a.out else RESULTS / gpu.slug / "tilings" / f"{path.stem}.csv"
+    answers.check_times(table)
+    source = answers.params_source(pset, answers.table_pairs(table))
+    table = table.with_columns(pl.lit(source).alias("params_source"))
     out.parent.mkdir(parents=True, exist_ok=True)
     table.write_csv(out)
     if a.json:
@@ -112,7 +169,7 @@ def optimize_testlist(a, gpu, pset, fams) -> int:
     reg = mean_regret(table)
     if reg is not None:
         msg += f"; mean regret {reg * 100:.2f}%"
-    print(msg, file=sys.stderr)
+    print(msg + f"; parameters: {source}", file=sys.stderr)
     return 0
 
 
@@ -121,10 +178,14 @@ def cmd_optimize(a) -> int:
         raise UserError("optimize: give --shape MxNxK or --testlist CSV (one of them)")
     check_dtype(a.dtype, "--dtype")
     gpu = resolve_gpu(a.gpu)
-    pset = resolve_params(gpu, a.params, a.set)
+    pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu)
     fams = _families(a, gpu)
     fix = _fix(a)
     if a.shape:
+        given = [f for f, v in (("--space", a.space != "auto"), ("--measurements", a.measurements is not None),
+                                ("--out", a.out)) if v]
+        if given:
+            raise UserError(f"{', '.join(given)}: testlist mode only (with --testlist, not --shape)")
         return optimize_shape(a, gpu, pset, fams, fix)
     if fix:
         raise UserError("optimize: --tile/--stages/--raster apply to one --shape, not a testlist")
@@ -133,23 +194,30 @@ def cmd_optimize(a) -> int:
 
 def add_parsers(sub) -> None:
     p = sub.add_parser(
-        "optimize", help="Z3-optimal tiling of a shape (or a testlist) under a model, with runner-up and regret")
+        "optimize", help="the best configuration of a shape (one line), or a testlist's tilings table",
+        description="The Z3-optimal configuration under a model (default ws-pipelined) over the kernel "
+        "families that run on the GPU.", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_gpu_flags(p)
-    p.add_argument("--shape", help="problem MxNxK, e.g. 4096x4096x4096")
-    p.add_argument("--testlist", help="testlist CSV: write a tilings table instead")
-    p.add_argument("--dtype", default="bf16", help="input dtype (default bf16; simt is fp32)")
+    p.add_argument("--shape", help="problem MxNxK: one line with the best configuration, e.g. --shape 4096x4096x4096")
+    p.add_argument("--testlist", help="testlist CSV: write a tilings table instead, e.g. --testlist testlists/dsv3.csv")
+    p.add_argument("--dtype", default="bf16", help="input dtype (default bf16; simt computes fp32), e.g. --dtype fp16")
     p.add_argument("--family", default="all",
                    help="kernel family, comma-separated families, or all (default: every family that runs "
-                   f"on the GPU); known: {', '.join(FAMILIES)}")
-    p.add_argument("--model", default=DEFAULT_MODEL, choices=MODELS, help=f"default {DEFAULT_MODEL}")
-    p.add_argument("--tile", help="pin the tile TMxTNxTK")
-    p.add_argument("--stages", type=int, help="pin the number of stages")
-    p.add_argument("--raster", choices=RASTERS, help="pin the raster order")
+                   f"on the GPU); known: {', '.join(FAMILIES)}; e.g. --family ws-hopper")
+    p.add_argument("--model", default=DEFAULT_MODEL, choices=MODELS,
+                   help=f"the model optimized (default {DEFAULT_MODEL}), e.g. --model ws-stage")
+    p.add_argument("--tile", help="pin the tile TMxTNxTK, e.g. --tile 128x256x64")
+    p.add_argument("--stages", type=int, help="pin the number of stages, e.g. --stages 4")
+    p.add_argument("--raster", choices=RASTERS, help="pin the raster order, e.g. --raster grouped")
+    p.add_argument("--explain", action="store_true",
+                   help="with --shape: every family's optimum, breakdown, runner-up and solve time")
     p.add_argument("--measurements", nargs="?", const="",
-                   help="measurements CSV/parquet for the regret (testlist mode); default "
+                   help="testlist mode: measurements CSV/parquet for the regret; default "
                    "results/<gpu>/measurements/<testlist>.csv if present; the flag alone: none")
     p.add_argument("--space", default="auto", choices=("auto", "legal", "measured"),
-                   help="testlist mode: search the legal space or the measured configurations")
-    p.add_argument("--out", help="testlist mode: CSV to write (default results/<gpu>/tilings/<testlist>.csv)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+                   help="testlist mode: search the legal space, the measured configurations (an error "
+                   "without measurements), or auto: measured where a shape has some (default)")
+    p.add_argument("--out", help="testlist mode: CSV to write, its folder created "
+                   "(default results/<gpu>/tilings/<testlist>.csv)")
+    p.add_argument("--json", action="store_true", help="print JSON (every family's solution, or the table)")
     p.set_defaults(func=cmd_optimize)

@@ -1,24 +1,62 @@
 """``gemmperf predict`` (every model on one configuration, a CSV of them, or a
-testlist's legal configurations) and ``gemmperf simulate`` (ws-stage's event timeline)."""
+testlist's legal configurations) and ``gemmperf simulate`` (ws-stage's event timeline).
+
+Both refuse a configuration no kernel implements (with the legality check's reason) and a
+shape whose operands do not fit in the GPU's memory; ``--what-if`` answers anyway and
+flags each such row. Every answer says where its parameters came from.
+"""
 
 from __future__ import annotations
 
+import argparse
+import csv
 import json
 import sys
-from pathlib import Path
 
 import polars as pl
 
 from .. import configs
-from ..errors import UserError
+from ..errors import UserError, where
 from ..fit.residual import Correction, load_correction
 from ..models import MODELS, ws_stage
 from ..predictions import candidate_table, predict_all
 from ..problem import FAMILIES, RASTERS, KernelConfig, parse_shape, read_testlist
+from . import answers
+from .explain import explain_row
 from .modelparams import add_gpu_flags, resolve_params
-from .resolve import RESULTS, parse_families, parse_ints, resolve_gpu
+from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu
 
-SHOWN = ("model", "m", "n", "k", "tile_m", "tile_n", "stages", "predicted_us", "limiter")
+SHOWN = ("model", "m", "n", "k", "tile_m", "tile_n", "stages", "predicted_us", "limiter", "what_if")
+OUTPUT_SUFFIXES = (".csv", ".parquet", ".json")
+# simulate emits W * (3 S + 1) events (W waves, S k-blocks); more than this is refused
+# before any work starts (a 1x1x1 tile on 4096^3 would be 1.6e9 events, gigabytes).
+MAX_EVENTS = 200_000
+
+PREDICT_EPILOG = """examples:
+  gemmperf predict --gpu h100-sxm5-80gb --shape 4096x4096x4096
+  gemmperf predict --gpu h100-sxm5-80gb --shape 4096x4096x4096 --tile 128x256x64 --explain
+  gemmperf predict --gpu h100-sxm5-80gb --shape 8192x8192x8192 --model all --json
+  gemmperf predict --gpu a100-sxm4-80gb --family ws-ampere --shape 4096x4096x4096 --stages 3
+  gemmperf predict --gpu h100-sxm5-80gb --input configs.csv --output out/predictions.parquet
+  gemmperf predict --gpu h100-sxm5-80gb --testlist testlists/llm.csv --output llm.parquet
+  gemmperf predict --gpu h100-sxm5-80gb --shape 4096x4096x4096 --tile 256x256x64 --stages 8 --what-if
+
+A configuration no kernel implements (tile, stages, shared memory, registers, dtype,
+architecture, clusters, a mode other than full) and a shape whose A, B and C do not fit
+in the GPU's memory are refused with the reason; --what-if predicts them anyway and
+flags each such row (column what_if). The parameters are results/<gpu>/params.json when
+it exists (written by gemmperf fit), else the GPU descriptor's defaults: the answer says which.
+"""
+
+SIMULATE_EPILOG = """examples:
+  gemmperf simulate --gpu h100-sxm5-80gb --shape 256x256x1024 --stages 3
+  gemmperf simulate --gpu h100-sxm5-80gb --shape 4096x4096x4096 --max-waves 1 --format json --out t.json
+
+Every event is one bar of the Gantt chart: warp (DMA-A, DMA-B, MATH, EPILOGUE), wave,
+stage, start_us, end_us. The work is bounded before it starts: more than %d events
+(waves x (3 k-blocks + 1)) is refused; --max-waves N simulates the first N waves only
+(all waves are alike).
+""" % MAX_EVENTS
 
 
 def config_from_flags(a):
@@ -34,14 +72,19 @@ def config_from_flags(a):
 
 
 def add_config_flags(p, shape_required: bool = True) -> None:
-    p.add_argument("--shape", required=shape_required, help="problem MxNxK, e.g. 4096x4096x4096")
-    p.add_argument("--dtype", default="bf16", help="input dtype (default bf16)")
-    p.add_argument("--family", default="ws-hopper", choices=FAMILIES)
-    p.add_argument("--tile", default="128x128x64", help="tile TMxTNxTK (default 128x128x64)")
-    p.add_argument("--stages", type=int, default=4, help="shared-memory buffer depth (default 4)")
-    p.add_argument("--cluster", default="1x1", help="cluster MxN (default 1x1)")
+    p.add_argument("--shape", required=shape_required, help="problem MxNxK, e.g. --shape 4096x4096x4096")
+    p.add_argument("--dtype", default="bf16",
+                   help="input dtype (default bf16; simt computes fp32), e.g. --dtype fp16")
+    p.add_argument("--family", default="ws-hopper", choices=FAMILIES,
+                   help="kernel family (default ws-hopper), e.g. --family ws-ampere")
+    p.add_argument("--tile", default="128x128x64", help="tile TMxTNxTK (default 128x128x64), e.g. --tile 128x256x64")
+    p.add_argument("--stages", type=int, default=4, help="shared-memory ring depth (default 4), e.g. --stages 3")
+    p.add_argument("--cluster", default="1x1", help="cluster MxN (default 1x1; no kernel implements others)")
     p.add_argument("--persistent", action="store_true", help="persistent kernel (grid = SMs)")
-    p.add_argument("--raster", default="row", choices=RASTERS)
+    p.add_argument("--raster", default="row", choices=RASTERS, help="tile order (default row), e.g. --raster grouped")
+    p.add_argument("--what-if", action="store_true",
+                   help="answer for configurations no kernel implements and shapes beyond the GPU's "
+                   "memory too, flagging each such row (column what_if)")
 
 
 def print_table(df: pl.DataFrame, as_json: bool) -> None:
@@ -62,79 +105,179 @@ def _model_names(text: str) -> list[str]:
     return names
 
 
+def data_lines(path) -> list[int]:
+    """The line each data row of a CSV starts on (blank rows skipped, as the reader does)."""
+    lines, end = [], 1
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
+        reader = csv.reader(fh)
+        next(reader, None)
+        end = reader.line_num
+        for row in reader:
+            if row:
+                lines.append(end + 1)
+            end = reader.line_num
+    return lines
+
+
 def _table(a, gpu):
-    """The configurations to predict: --input CSV, --testlist's legal ones, or the flags'."""
+    """(configurations to predict, where row i comes from): --input CSV, --testlist's
+    legal ones, or the flags'."""
     if a.input:
-        return configs.read_configs(a.input)
+        table = configs.read_configs(a.input)
+        lines = data_lines(a.input)
+        return table, lambda i: where(a.input, lines[i] if i < len(lines) else None)
     if a.testlist:
         shapes = read_testlist(a.testlist)
         table = candidate_table(shapes, gpu, parse_families(a.families), a.dtype)
         print(f"{table.height} legal configurations of {len(shapes)} shapes", file=sys.stderr)
-        return table
+        return table, lambda i: f"{a.testlist}: {table['m'][i]}x{table['n'][i]}x{table['k'][i]}"
     if a.shape:
         shape, cfg = config_from_flags(a)
-        return configs.cross([shape], [cfg])
-    raise UserError("predict: give --shape (one configuration), --input CSV or --testlist CSV")
+        return configs.cross([shape], [cfg]), lambda i: f"{answers.describe(cfg)} on {gpu.slug}"
+    raise UserError("give --shape (one configuration), --input CSV or --testlist CSV")
 
 
-def _write(out, path: str) -> None:
-    if path.endswith(".parquet"):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        out.write_parquet(path)
-    else:
-        out.write_csv(path)
+def checked(table: pl.DataFrame, origin, gpu, what_if: bool) -> pl.DataFrame:
+    """``table`` if every row is one a kernel implements and fits; with ``what_if``, the
+    table with a ``what_if`` column (the reason, null where none); else the first
+    offending row is refused, named by ``origin(i)``."""
+    reasons = answers.row_reasons(table, gpu)
+    bad = [i for i, r in enumerate(reasons) if r]
+    if bad and not what_if:
+        more = f" (and {len(bad) - 1} more row(s))" if len(bad) > 1 else ""
+        raise UserError(f"{origin(bad[0])}: {reasons[bad[0]]}{more} {answers.WHAT_IF_HINT}")
+    answers.check_arithmetic(table)
+    if what_if:
+        return table.with_columns(pl.Series("what_if", reasons, dtype=pl.Utf8))
+    return table
+
+
+def _write(out: pl.DataFrame, path: str) -> None:
+    target = output_path(path, OUTPUT_SUFFIXES)
+    try:
+        if target.suffix.lower() == ".parquet":
+            out.write_parquet(target)
+        elif target.suffix.lower() == ".json":
+            target.write_text(json.dumps(out.to_dicts(), indent=2, default=str) + "\n")
+        else:
+            out.write_csv(target)
+    except OSError as err:
+        raise UserError(f"{path}: cannot write ({err.strerror})") from None
     print(f"wrote {out.height} predictions to {path}", file=sys.stderr)
+
+
+def _what_if_note(out: pl.DataFrame) -> str | None:
+    if "what_if" not in out.columns:
+        return None
+    flagged = out.filter(pl.col("what_if").is_not_null())
+    if not flagged.height:
+        return "what-if: every row is a configuration a kernel implements"
+    reasons = flagged.get_column("what_if").unique(maintain_order=True).to_list()
+    return f"what-if: {flagged.height} of {out.height} row(s) no kernel implements: {'; '.join(reasons[:3])}"
 
 
 def cmd_predict(a) -> int:
     gpu = resolve_gpu(a.gpu)
-    pset = resolve_params(gpu, a.params, a.set)
-    table = _table(a, gpu)
+    pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu)
+    table, origin = _table(a, gpu)
+    table = checked(table, origin, gpu, a.what_if)
     names = _model_names(a.model)
     correction = Correction.load(a.correction) if a.correction else None
     if a.corrected:
         correction = correction or load_correction(RESULTS, gpu.slug)
         names = [n for n in names if n != "ws-pipelined"] if a.model == "all" else []
     out = predict_all(table, pset, names, correction)
+    answers.check_times(out)
+    source = answers.params_source(pset, answers.table_pairs(table))
+    out = out.with_columns(pl.lit(source).alias("params_source"))
+    note = _what_if_note(out)
     if a.output:
         _write(out, a.output)
+        print(f"parameters: {source}", file=sys.stderr)
+        if note:
+            print(note, file=sys.stderr)
     elif a.json:
-        print(json.dumps(out.to_dicts(), indent=2, default=str))
+        rows = out.to_dicts()
+        if a.explain:
+            rows = [{**r, "explanation": explain_row(r, gpu)} for r in rows]
+        print(json.dumps(rows, indent=2, default=str))
     else:
         print_table(out.select([c for c in SHOWN if c in out.columns]), False)
+        if a.explain:
+            for row in out.head(20).iter_rows(named=True):
+                print(explain_row(row, gpu))
+        print(f"parameters: {source}")
+        if note:
+            print(note)
     return 0
 
 
-def cmd_simulate(a) -> int:
-    gpu = resolve_gpu(a.gpu)
-    pset = resolve_params(gpu, a.params, a.set)
+def _timeline(a, gpu, pset):
+    """(events, what_if reason or None) of the flags' configuration, bounded first."""
     shape, cfg = config_from_flags(a)
-    events = ws_stage.timeline(cfg, pset, shape)
+    table = checked(configs.cross([shape], [cfg]), lambda i: f"{answers.describe(cfg)} on {gpu.slug}",
+                    gpu, a.what_if)
+    reason = table.get_column("what_if")[0] if "what_if" in table.columns else None
+    k_blocks = -(-shape.k // cfg.tile_k)
+    tiles = -(-shape.m // cfg.tile_m) * -(-shape.n // cfg.tile_n)
+    waves = -(-tiles // gpu.sms)
+    shown = waves if a.max_waves is None else min(waves, a.max_waves)
+    events = shown * (3 * k_blocks + 1)
+    if events > MAX_EVENTS:
+        raise UserError(f"{events:,} events ({shown:,} waves x (3 x {k_blocks:,} k-blocks + 1)) exceed the "
+                        f"limit of {MAX_EVENTS:,}; give --max-waves N (all waves are alike) or a smaller shape")
+    return ws_stage.timeline(cfg, pset, shape, max_waves=a.max_waves), reason
+
+
+def cmd_simulate(a) -> int:
+    if a.max_waves is not None and a.max_waves < 1:
+        raise UserError(f"--max-waves {a.max_waves}: must be >= 1")
+    gpu = resolve_gpu(a.gpu)
+    pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu)
+    target = output_path(a.out) if a.out else None
+    events, reason = _timeline(a, gpu, pset)
+    answers.check_events(events)
+    source = answers.params_source(pset, [(a.family, a.dtype)])
     if a.format == "json":
-        text = json.dumps(events, indent=2) + "\n"
+        text = json.dumps({"params_source": source, "what_if": reason, "events": events}, indent=2) + "\n"
     else:
         cols = list(events[0].keys()) if events else []
         text = ",".join(cols) + "\n" + "".join(",".join(str(e[c]) for c in cols) + "\n" for e in events)
-    if a.out:
-        Path(a.out).write_text(text)
+    if target:
+        try:
+            target.write_text(text)
+        except OSError as err:
+            raise UserError(f"{a.out}: cannot write ({err.strerror})") from None
         print(f"wrote {len(events)} events to {a.out}", file=sys.stderr)
     else:
         print(text, end="")
+    print(f"parameters: {source}", file=sys.stderr)
+    if reason:
+        print(f"what-if: no kernel implements this: {reason}", file=sys.stderr)
     return 0
 
 
 def add_parsers(sub) -> None:
-    p = sub.add_parser("predict", help="predict kernel time: one configuration, a CSV of them, or a testlist")
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser("predict", help="predict kernel time: one configuration, a CSV of them, or a testlist",
+                       description="Predict kernel time with the analytical models (default ws-pipelined).",
+                       epilog=PREDICT_EPILOG, formatter_class=fmt)
     add_config_flags(p, shape_required=False)
     add_gpu_flags(p)
     p.add_argument("--model", default="ws-pipelined",
-                   help=f"comma-separated models ({', '.join(MODELS)}) or all (default ws-pipelined)")
-    p.add_argument("--input", nargs="?", help="CSV of configurations (m,n,k + config columns); "
-                   "the flag alone: none (then --testlist)")
-    p.add_argument("--testlist", help="testlist CSV: every legal configuration of --families (default sweep)")
-    p.add_argument("--families", default="ws-hopper,ws-ampere,simt", help="with --testlist: kernel families")
-    p.add_argument("--output", help="CSV or .parquet to write (default: print)")
-    p.add_argument("--json", action="store_true", help="print JSON")
+                   help=f"comma-separated models ({', '.join(MODELS)}) or all (default ws-pipelined), "
+                   "e.g. --model sol,ws-pipelined")
+    p.add_argument("--input", nargs="?", help="CSV of configurations (m,n,k + config columns, e.g. a "
+                   "measurement CSV); the flag alone: none (then --testlist)")
+    p.add_argument("--testlist", help="testlist CSV (m,n,k): every configuration of --families' default sweep, "
+                   "e.g. --testlist testlists/llm.csv")
+    p.add_argument("--families", default="ws-hopper,ws-ampere,simt",
+                   help="with --testlist: comma-separated kernel families (default all three)")
+    p.add_argument("--output", help="file to write, by suffix .csv, .parquet or .json (its folder is "
+                   "created); default: print")
+    p.add_argument("--json", action="store_true", help="print JSON rows (every breakdown column)")
+    p.add_argument("--explain", action="store_true",
+                   help="say in words why: limiter, waves (CTAs / SMs), what is exposed")
     p.add_argument("--correction", nargs="?",
                    help="correction.json: also predict the corrected ws-pipelined (the flag alone: none)")
     p.add_argument("--corrected", action="store_true",
@@ -142,9 +285,13 @@ def add_parsers(sub) -> None:
                    "results/<gpu>/correction.json)")
     p.set_defaults(func=cmd_predict)
 
-    p = sub.add_parser("simulate", help="the ws-stage event timeline of one configuration")
+    p = sub.add_parser("simulate", help="the ws-stage event timeline of one configuration",
+                       description="Step ws-stage's recurrence event by event: the Gantt bars of one "
+                       "configuration's waves.", epilog=SIMULATE_EPILOG, formatter_class=fmt)
     add_config_flags(p)
     add_gpu_flags(p)
-    p.add_argument("--format", choices=("csv", "json"), default="csv")
-    p.add_argument("--out", help="file to write (default: stdout)")
+    p.add_argument("--format", choices=("csv", "json"), default="csv",
+                   help="csv (default) or json (with params_source and what_if), e.g. --format json")
+    p.add_argument("--out", help="file to write (its folder is created; default: stdout), e.g. --out t.csv")
+    p.add_argument("--max-waves", type=int, help="simulate only the first N waves, e.g. --max-waves 1")
     p.set_defaults(func=cmd_simulate)

@@ -1,8 +1,10 @@
-"""What every command resolves the same way: the GPU, kernel families, NxN integers. User mistakes raise UserError (one line, exit 2).
-"""
+"""What every command resolves the same way: the GPU, kernel families, NxN integers,
+output files. User mistakes raise UserError (one line, exit 2). Standard library only
+(``gemmperf hardware`` runs on the GPU machine)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..errors import UserError
@@ -53,3 +55,18 @@ def write_text(path, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
+
+
+def output_path(path: str, suffixes: tuple[str, ...] | None = None) -> Path:
+    """A file to write: not a folder, one of ``suffixes`` (if given); its folder created."""
+    out = Path(path)
+    if out.is_dir() or path.endswith(("/", os.sep)):
+        raise UserError(f"{path}: is a folder; give a file name (e.g. {out / ('out' + (suffixes or ('.csv',))[0])})")
+    if suffixes and out.suffix.lower() not in suffixes:
+        raise UserError(f"{path}: unknown output format {out.suffix or '(no suffix)'!r}; "
+                        f"use {', '.join(suffixes)}")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UserError(f"{path}: cannot create its folder ({err.strerror})") from None
+    return out

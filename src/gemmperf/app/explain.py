@@ -1,0 +1,126 @@
+"""Answers in words: why a prediction is what it is (``predict --explain``), the one-line
+answer of ``optimize --shape``, and the measured best of a shape where results hold it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from ..errors import UserError
+from ..hardware import GPU
+from ..tables import read_measurements, valid_rows
+from .resolve import RESULTS
+
+# What each limiter name of the models means, in words.
+LIMITER_WORDS = {
+    "load": "load bound: moving the A and B k-blocks from DRAM sets the pace",
+    "dram": "DRAM bound: reading A and B and writing C at the GPU's bandwidth sets the pace",
+    "dma": "load bound: the DMA warp's transfers set the pace",
+    "l2": "L2 bound: the L2 bandwidth the wave's CTAs share sets the pace of the loads",
+    "math": "math bound: the multiply-accumulates set the pace",
+    "smem": "shared-memory bound: the ring's reads and writes outpace the tensor cores",
+    "latency": "latency bound: the ring is too shallow to hide a slot's round trip (more stages would help)",
+    "epilogue": "epilogue bound: storing a C tile takes longer than its K loop",
+}
+# ws-pipelined's (and ws-stage's) terms of the kernel time, in words
+TERMS = (("mainloop_us", "main loop"), ("epilogue_us", "epilogue"), ("fill_us", "exposed prologue fill"),
+         ("overhead_us", "per-wave overhead"), ("init_us", "launch"))
+
+
+def _waves(row: dict, gpu: GPU) -> str:
+    tiles, waves = row.get("tiles"), row.get("waves")
+    if tiles is None or waves is None:
+        return ""
+    last = tiles - (waves - 1) * gpu.sms if waves else 0
+    tail = f", the last with {last} of {gpu.sms} SMs busy" if waves > 1 and last < gpu.sms else ""
+    single = f" ({tiles} of {gpu.sms} SMs busy)" if waves == 1 else ""
+    return f"{tiles} tiles on {gpu.sms} SMs: {waves} wave{'s' if waves != 1 else ''}{single}{tail}. "
+
+
+def _terms(row: dict) -> str:
+    total = row["predicted_us"]
+    parts = [(row[c], words) for c, words in TERMS if row.get(c) is not None]
+    if not parts:
+        return ""
+    parts.sort(key=lambda p: -p[0])
+    return "Where the time goes: " + ", ".join(f"{words} {v:.3g} us ({v / total:.0%})" for v, words in parts) + "."
+
+
+def explain_row(row: dict, gpu: GPU) -> str:
+    """One prediction row in words: time, waves, limiter, the stage times, what is exposed."""
+    cfg = (f"{row['family']} {row['dtype']} {row['tile_m']}x{row['tile_n']}x{row['tile_k']}, "
+           f"{row['stages']} stages{', persistent' if row.get('persistent') else ''}")
+    head = f"{row.get('model', '')}: {row['m']}x{row['n']}x{row['k']} with {cfg}: {us(row['predicted_us'])}. "
+    why = LIMITER_WORDS.get(row.get("limiter"), f"limiter {row.get('limiter')}")
+    stages = ""
+    if row.get("stage_math_us") is not None:
+        load = row.get("stage_load_us")
+        if load is None and row.get("stage_load_a_us") is not None:
+            load = row["stage_load_a_us"] + row["stage_load_b_us"]
+        period = row.get("stage_period_us")
+        stages = (f" (per k-block: load {load:.3g} us, math {row['stage_math_us']:.3g} us"
+                  + (f", period {period:.3g} us" if period is not None else "")
+                  + (f", {row['k_stages']} k-blocks" if row.get("k_stages") is not None else "") + ")")
+    what_if = f" What-if: {row['what_if']}." if row.get("what_if") else ""
+    return head + _waves(row, gpu) + f"It is {why}{stages}. " + _terms(row) + what_if
+
+
+# ------------------------------------------------------------------ optimize's answer
+
+
+def measurement_files(gpu: GPU) -> list[Path]:
+    """results/<gpu>/measurements/*.csv, else the shipped ones."""
+    for folder in (RESULTS / gpu.slug / "measurements", RESULTS / gpu.slug / "shipped" / "measurements"):
+        files = sorted(folder.glob("*.csv"))
+        if files:
+            return files
+    return []
+
+
+def measured_best(gpu: GPU, shape, pairs) -> dict | None:
+    """The fastest valid measurement of ``shape`` (m, n, k) among (family, dtype) ``pairs``
+    in the GPU's measurement files: its row plus ``file``; None if none holds it."""
+    best = None
+    for path in measurement_files(gpu):
+        try:
+            df = valid_rows(read_measurements(path))
+        except UserError:
+            continue  # an unreadable file holds no measured best; `gemmperf fit` says why
+        keys = pl.DataFrame(list(pairs), schema=["family", "dtype"], orient="row")
+        df = df.filter((pl.col("m") == shape[0]) & (pl.col("n") == shape[1]) & (pl.col("k") == shape[2]))
+        df = df.join(keys, on=["family", "dtype"], how="semi")
+        if df.height:
+            row = df.sort("time_us").row(0, named=True)
+            if best is None or row["time_us"] < best["time_us"]:
+                best = {**row, "file": str(path)}
+    return best
+
+
+def fmt_config(c) -> str:
+    cl = f" cluster {c.cluster_m}x{c.cluster_n}" if (c.cluster_m, c.cluster_n) != (1, 1) else ""
+    return (f"{c.tile_m}x{c.tile_n}x{c.tile_k}, {c.stages} stages{cl}, "
+            f"{'persistent' if c.persistent else 'non-persistent'}, {c.raster} raster")
+
+
+def _fmt_row(r: dict) -> str:
+    persistent = r.get("persistent") in (True, "true", "True", 1)
+    return (f"{r['family']} {r['tile_m']}x{r['tile_n']}x{r['tile_k']}, {r['stages']} stages, "
+            f"{'persistent' if persistent else 'non-persistent'}, {r.get('raster', 'row')} raster")
+
+
+def us(value: float) -> str:
+    """A time for a sentence: 157.1 us, 3.45 us, 3193012.3 us."""
+    return f"{value:.1f} us" if value >= 10 else f"{value:.3g} us"
+
+
+def one_line(sols, gpu: GPU, measured: dict | None, source: str, skipped=()) -> str:
+    """optimize's default answer: the best configuration over the families solved, its
+    predicted time and limiter, the measured best (or 'no measurement'), the parameters,
+    and the families ``skipped`` (no kernel for the request) if any."""
+    s = min(sols, key=lambda s: s.predicted_us)
+    skip = f" (skipped {', '.join(skipped)}: --explain says why)" if skipped else ""
+    meas = (f"measured best {us(measured['time_us'])} ({_fmt_row(measured)}; {measured['file']})"
+            if measured else "no measurement")
+    return (f"{s.shape.m}x{s.shape.n}x{s.shape.k} {s.shape.dtype} on {gpu.slug}: {s.family}{skip} {fmt_config(s.config)}: "
+            f"{us(s.predicted_us)} ({s.model}, limiter {s.breakdown.get('limiter')}); {meas}; params: {source}")
