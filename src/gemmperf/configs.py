@@ -52,7 +52,7 @@ _PARSERS = _parsers()
 _TEXT = tuple(c for c in MEASURED_COLUMNS if c not in MEASURED_FLOATS + MEASURED_INTS)
 
 
-def read_configs(path: str | Path) -> pl.DataFrame:
+def read_configs(path: str | Path, with_lines: bool = False):
     """Read a configurations CSV: m,n,k required; the other configuration columns
     optional (empty or absent: KernelConfig's default); a measurement's columns
     (tables.ROW_COLUMNS) may follow and are kept. Blank lines and lines starting with
@@ -60,6 +60,7 @@ def read_configs(path: str | Path) -> pl.DataFrame:
 
     Read strictly (csvfile.read): unknown columns, bad values, sizes over the limits and
     a row with status ok but no valid time stop with file, line, column and value.
+    With ``with_lines``: (frame, the file line each row came from).
     """
     table = csvfile.read(path, _PARSERS, required=SHAPE_COLUMNS, nonempty=SHAPE_COLUMNS, comments=True,
                          check_row=_check_row, what="configuration file")
@@ -74,7 +75,7 @@ def read_configs(path: str | Path) -> pl.DataFrame:
         except UserError as err:
             raise UserError(f"{where(table.path, line)}: {err}") from None
         rows.append(out)
-    return to_frame(rows)
+    return (to_frame(rows), list(table.lines)) if with_lines else to_frame(rows)
 
 
 def _check_row(row: dict) -> None:

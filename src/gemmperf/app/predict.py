@@ -9,7 +9,6 @@ flags each such row. Every answer says where its parameters came from.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 
@@ -105,27 +104,12 @@ def _model_names(text: str) -> list[str]:
     return names
 
 
-def data_lines(path) -> list[int]:
-    """The line each data row of a CSV starts on (blank rows skipped, as the reader does)."""
-    lines, end = [], 1
-    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
-        reader = csv.reader(fh)
-        next(reader, None)
-        end = reader.line_num
-        for row in reader:
-            if row:
-                lines.append(end + 1)
-            end = reader.line_num
-    return lines
-
-
 def _table(a, gpu):
     """(configurations to predict, where row i comes from): --input CSV, --testlist's
     legal ones, or the flags'."""
     if a.input:
-        table = configs.read_configs(a.input)
-        lines = data_lines(a.input)
-        return table, lambda i: where(a.input, lines[i] if i < len(lines) else None)
+        table, lines = configs.read_configs(a.input, with_lines=True)
+        return table, lambda i: where(a.input, lines[i])
     if a.testlist:
         shapes = read_testlist(a.testlist)
         table = candidate_table(shapes, gpu, parse_families(a.families), a.dtype)
