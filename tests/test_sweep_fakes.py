@@ -70,10 +70,10 @@ def standin(gpu, **settings):
     $GEMMPERF_TEST_DELAY seconds, returns an ok row."""
     calls, delay = os.environ["GEMMPERF_TEST_CALLS"], float(os.environ.get("GEMMPERF_TEST_DELAY", "0"))
 
+    from gemmperf.bench.journal import task_key
+
     def measure(task):
-        key = "|".join(str(task[c]) for c in ("m", "n", "k", "family", "tile_m", "tile_n", "tile_k", "stages",
-                                               "persistent", "raster"))
-        log_call(calls, key)
+        log_call(calls, "|".join(task_key(task)))
         time.sleep(delay)
         return {"status": "ok", "time_us": 1.0 + int(task["m"]) * int(task["n"]) * int(task["k"]) / 1e9,
                 "reason": "", "out_dtype": task["dtype"], "acc_dtype": "fp32"}
