@@ -79,6 +79,14 @@ def test_collect_writes_its_output_from_the_journal_and_resumes(testlist, tmp_pa
     assert "8 of 8 configurations in this shard measured; 5 measured now" in run.stdout
 
 
+def test_an_earlier_output_starts_the_journal(testlist, tmp_path):
+    out, calls = tmp_path / "m.csv", tmp_path / "calls"
+    assert collect(testlist, out, "--limit", "3", calls=calls).returncode == 0
+    (tmp_path / "m.journal.csv").unlink()  # as an earlier collect left it: rows in m.csv only
+    assert collect(testlist, out, calls=calls).returncode == 0
+    assert len(calls.read_text().splitlines()) == 8 and len(rows(out)) == 8
+
+
 def test_retry_failed_from_the_command_line(testlist, tmp_path):
     out, calls, journal = tmp_path / "m.csv", tmp_path / "calls", tmp_path / "j" / "m.csv"
     assert collect(testlist, out, "--journal", str(journal), calls=calls).returncode == 0
@@ -111,7 +119,7 @@ def test_the_sweep_compile_shows_progress_and_reports_failures(monkeypatch, caps
     monkeypatch.setenv("GEMMPERF_PROGRESS", "1")
     simt = get_family("simt").default_sweep(CATALOG["a100-sxm4-80gb"])[0]
     hopper_only = simt.replace(family="ws-hopper", dtype="bf16")
-    failed = build_all([simt, hopper_only], "sm_80")
+    failed = build_all([simt, hopper_only], "sm_80", jobs=2)
     assert list(failed) == [hopper_only.key()] and "needs sm_90a" in failed[hopper_only.key()]
     err = capsys.readouterr().err
     assert "compiling kernels for sm_80" in err and "/2 [" in err

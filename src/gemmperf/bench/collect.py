@@ -16,7 +16,7 @@ from ..kernels import families_on, get_family
 from ..kernels.builder import build_all
 from ..problem import KernelConfig, Shape, read_testlist, shard
 from .device import local_arch, measurement_context
-from .journal import best_rows, norm, read_rows, task_key, write_table
+from .journal import best_rows, norm, read_rows, seed, task_key, write_table
 from .measure import Measurer
 from .sweep import run_sweep
 
@@ -127,12 +127,16 @@ def run_collect(gpu, testlist, out, families: list[str], dtype: str, preset: str
                 journal: str | Path | None = None, retry_failed: bool = False) -> tuple[dict, int, int]:
     """Measure shard ``shard_of`` = (i, n) of a testlist into its journal (appends,
     resumes), then write ``out`` from the journal: the winning row of every task measured.
+    A journal that does not exist yet starts from the rows of an existing ``out``.
 
     Returns (status counts of the rows measured now, tasks in this shard, rows in ``out``)."""
     i, n = shard_of
     shapes = shard(read_testlist(testlist, dtype), i, n)
     tasks = tasks_for(shapes, gpu, families, dtype, preset)
     journal = Path(journal) if journal else default_journal(out)
+    if journal.resolve() == Path(out).resolve():
+        raise UserError(f"--journal {journal}: must not be the output (the output is rewritten from the journal)")
+    seed(journal, out)
     settings = {"warm_l2": warm_l2, "rel_spread": rel_spread, "max_seconds": max_seconds}
     factory, context, prepare = measurer(gpu, settings)
     context = {**context, "warm_l2": warm_l2}

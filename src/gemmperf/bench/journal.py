@@ -139,6 +139,19 @@ def done_keys(path: str | Path, retry_failed: bool = False, context: dict | None
     return done
 
 
+def seed(journal: str | Path, table: str | Path) -> int:
+    """Start a journal that does not exist yet from the complete rows of ``table`` (what
+    an earlier collect appended to its output itself), so none is measured again.
+    Returns the number of rows taken."""
+    journal = Path(journal)
+    if journal.exists() or not Path(table).is_file():
+        return 0
+    rows, _ = read_rows(table)
+    with Journal(journal) as j:
+        j.extend(rows)
+    return len(rows)
+
+
 def write_table(rows: Iterable[dict], out: str | Path) -> int:
     """Write ``rows`` as a measurement CSV (ROW_COLUMNS), atomically; returns the count."""
     out = Path(out)
@@ -242,6 +255,10 @@ class Journal:
     def append(self, row: dict) -> None:
         """Append one row (its reason kept to one line) and flush it to disk."""
         self._write(_line(one_line_reason(row, self.logs)))
+
+    def extend(self, rows: Iterable[dict]) -> None:
+        """Append rows in one write (all or none)."""
+        self._write(b"".join(_line(one_line_reason(r, self.logs)) for r in rows))
 
     def _write(self, data: bytes) -> None:
         good = os.fstat(self.fd).st_size

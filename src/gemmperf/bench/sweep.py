@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -46,6 +47,7 @@ def _one_line(err: BaseException) -> str:
 
 
 def _worker_main(conn, factory: Callable[[], Callable[[dict], dict]]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the worker
     try:
         measure = factory()
     except BaseException as err:  # reported to the parent as one line, never a traceback

@@ -194,14 +194,21 @@ def _build_one(config: KernelConfig, arch: str) -> str | None:
     return None
 
 
+def _ignore_sigint() -> None:
+    """Compile processes leave Ctrl-C to the parent, which stops them."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def build_all(configs: list[KernelConfig], arch: str, jobs: int = 1) -> dict[str, str]:
     """Compile every configuration into the disk cache, ``jobs`` NVRTC processes at once,
     with a progress bar; returns {config key: error line} of those that failed."""
     failed: dict[str, str] = {}
     with bar(total=len(configs), desc=f"compiling kernels for {arch}", unit="kernel") as shown:
         if jobs <= 1 or len(configs) <= 1:
-            results = ((c, _build_one(c, arch)) for c in configs)
-            for cfg, err in results:
+            for cfg in configs:
+                err = _build_one(cfg, arch)
                 if err:
                     failed[cfg.key()] = err
                 shown.update()
@@ -209,7 +216,8 @@ def build_all(configs: list[KernelConfig], arch: str, jobs: int = 1) -> dict[str
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
+        pool = ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_ignore_sigint)
+        try:
             futures = {pool.submit(_build_one, c, arch): c for c in configs}
             for fut in as_completed(futures):
                 try:
@@ -219,6 +227,10 @@ def build_all(configs: list[KernelConfig], arch: str, jobs: int = 1) -> dict[str
                 if err:
                     failed[futures[fut].key()] = err
                 shown.update()
+        except BaseException:  # Ctrl-C: the queued compiles are dropped, not waited for
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
     return failed
 
 
