@@ -190,3 +190,13 @@ def test_progress_bar_and_summary(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "measuring m.csv" in err and "ok=3" in err
     assert err.rstrip().splitlines()[-1].startswith(f"{out}: measured 3 now (ok 3)")
+
+
+def test_a_torn_quoted_reason_damages_only_its_own_line(tmp_path):
+    out = tmp_path / "m.csv"
+    sweep(tasks(2), out)
+    with open(out, "a") as fh:  # an old-style multi-line reason, torn inside its quotes
+        fh.write(",".join(["640", "64", "64", "simt"] + [""] * 10) + ',"NVRTC failed\nkernel.cu(3): error\n')
+    assert sweep(tasks(4), out) == {"ok": 2}  # rows written after the torn one are read
+    rows, torn = read_rows(out)
+    assert {task_key(r) for r in rows} == {task_key(t) for t in tasks(4)} and torn == 2
