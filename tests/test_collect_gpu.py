@@ -1,5 +1,5 @@
-"""A real sweep on the GPU, killed mid-way and resumed, ends with the same rows as an
-uninterrupted one (skips without a GPU)."""
+"""A real sweep on the GPU, killed mid-way and resumed from its journal, ends with the
+same rows as an uninterrupted one (skips without a GPU)."""
 
 import csv
 import os
@@ -49,18 +49,22 @@ def test_killed_sweep_resumes_to_the_same_rows(tmp_path):
     subprocess.run(cmd, env=env, check=True, timeout=600)
 
     part = tmp_path / "part.csv"
+    journal = tmp_path / "part.journal.csv"  # collect's default journal of part.csv
     cmd, env = collect(testlist, part)
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     deadline = time.time() + 300
-    while time.time() < deadline and (not part.exists() or len(part.read_text().splitlines()) < 3):
+    while time.time() < deadline and (not journal.exists() or len(journal.read_text().splitlines()) < 3):
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)  # a crash: no cleanup at all
     proc.wait()
-    done_before = len(rows(part))
-    assert 0 < done_before < len(rows(full))
+    assert not part.exists()  # the output is written from the journal at the end only
+    before = {key(r): r["timestamp"] for r in rows(journal)}
+    assert 0 < len(before) < len(rows(full))
     subprocess.run(cmd, env=env, check=True, timeout=600)
 
     a, b = rows(full), rows(part)
-    assert len(b) == len({key(r) for r in b}), "a configuration was measured twice"
+    assert len(b) == len({key(r) for r in b})
+    assert len(rows(journal)) == len(b), "a configuration was measured twice"
+    assert all(r["timestamp"] == before[key(r)] for r in b if key(r) in before)
     assert sorted(map(key, a)) == sorted(map(key, b))
     assert all(r["status"] == "ok" for r in b)

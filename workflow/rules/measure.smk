@@ -2,6 +2,28 @@
 # Each GPU job takes resources gpu=1 (the profile caps the node's total) and runs under
 # `gemmperf gpu-slot`, which claims one free GPU of the node and pins the job to it
 # (CUDA_VISIBLE_DEVICES), so N shards run at once on N GPUs, never two on one.
+#
+# Every value substituted into a command is quoted (`:q`); wildcards are constrained.
+import hashlib
+
+
+wildcard_constraints:
+    shard=r"\d+",
+    shards=r"\d+",
+
+
+def collect_journal(wildcards):
+    """A collect shard's journal: every measured row, appended as measured. It is not an
+    output of the rule, so Snakemake never deletes it: a killed or failed collect job
+    resumes from it, and the declared output is written from it at the end. Its name
+    carries a hash of what makes old rows stale (the collect code, the timing settings,
+    the GPU's identity), so a change there starts a new journal."""
+    c = config["collect"]
+    stale_if = [code_version("collect"), config["dtype"], c["warm_l2"], c["rel_spread"],
+                c["max_seconds"], identity_json(wildcards)]
+    tag = hashlib.sha256(json.dumps(stale_if, sort_keys=True).encode()).hexdigest()[:12]
+    w = wildcards
+    return f"results/{w.gpu}/journal/{w.testlist}/{w.shard}-of-{w.shards}.{tag}.csv"
 
 
 rule microbench:
@@ -18,8 +40,8 @@ rule microbench:
         dtype=config["dtype"],
         code=code_version("microbench"),
     shell:
-        "gemmperf gpu-slot -- gemmperf microbench --gpu {input.hardware} --out {output}"
-        " --families {params.families} --dtype {params.dtype} > {log} 2>&1"
+        "gemmperf gpu-slot -- gemmperf microbench --gpu {input.hardware:q} --out {output:q}"
+        " --families {params.families:q} --dtype {params.dtype:q} > {log:q} 2>&1"
 
 
 rule collect_shard:
@@ -33,18 +55,22 @@ rule collect_shard:
     resources:
         gpu=1,
     params:
+        journal=collect_journal,
+        shard=lambda w: f"{w.shard}/{w.shards}",
         families=",".join(config["families"]),
         dtype=config["dtype"],
         preset=lambda w: config["collect"]["presets"].get(w.testlist, "medium"),
-        warm_l2="--warm-l2" if config["collect"]["warm_l2"] else "",
+        # one of two literals, never a config string (a lone flag: not quoted, so that
+        # the empty choice adds no argument)
+        warm_l2="--warm-l2" if config["collect"]["warm_l2"] is True else "",
         rel_spread=config["collect"]["rel_spread"],
         max_seconds=config["collect"]["max_seconds"],
         code=code_version("collect"),
     shell:
-        "gemmperf gpu-slot -- gemmperf collect --gpu {input.hardware} --testlist {input.testlist}"
-        " --out {output} --families {params.families} --dtype {params.dtype} --preset {params.preset}"
-        " --shard {wildcards.shard}/{wildcards.shards} {params.warm_l2}"
-        " --rel-spread {params.rel_spread} --max-seconds {params.max_seconds} > {log} 2>&1"
+        "gemmperf gpu-slot -- gemmperf collect --gpu {input.hardware:q} --testlist {input.testlist:q}"
+        " --out {output:q} --journal {params.journal:q} --families {params.families:q}"
+        " --dtype {params.dtype:q} --preset {params.preset:q} --shard {params.shard:q} {params.warm_l2}"
+        " --rel-spread {params.rel_spread:q} --max-seconds {params.max_seconds:q} > {log:q} 2>&1"
 
 
 rule merge_shards:
@@ -63,4 +89,4 @@ rule merge_shards:
     params:
         code=code_version("merge"),
     shell:
-        "gemmperf merge {input} --out {output} > {log} 2>&1"
+        "gemmperf merge {input:q} --out {output:q} > {log:q} 2>&1"

@@ -5,17 +5,24 @@ Standard library, numpy and cuda-python only (the GPU machine has no polars).
 
 from __future__ import annotations
 
+import importlib
+import os
+import re
 from functools import partial
 from pathlib import Path
 
 from ..errors import UserError
 from ..kernels import families_on, get_family
+from ..kernels.builder import build_all
 from ..problem import KernelConfig, Shape, read_testlist, shard
-from .device import measurement_context
+from .device import local_arch, measurement_context
+from .journal import best_rows, norm, read_rows, seed, task_key, write_table
 from .measure import Measurer
-from .sweep import done_keys, run_sweep, task_key
+from .sweep import run_sweep
 
 PRESETS = ("default", "medium", "paper", "small")
+STANDIN_ENV = "GEMMPERF_MEASURE_STANDIN"
+COMPILE_JOBS = max(1, min(8, (os.cpu_count() or 2) // 2))  # NVRTC processes compiling at once
 
 
 def sweep_configs(family: str, gpu, dtype: str, preset: str = "default") -> list[KernelConfig]:
@@ -64,19 +71,76 @@ def tasks_for(shapes: list[Shape], gpu, families: list[str], dtype: str, preset:
     return tasks
 
 
+def configs_of(tasks: list[dict]) -> list[KernelConfig]:
+    """The distinct kernel configurations of ``tasks``, in order."""
+    out = {}
+    for t in tasks:
+        cfg = KernelConfig(**{f: t[f] for f in KernelConfig.__dataclass_fields__})
+        out.setdefault(cfg.key(), cfg)
+    return list(out.values())
+
+
+def compile_pending(arch: str, pending: list[dict]) -> None:
+    """Compile the kernels of the pending tasks into the disk cache, with progress; the
+    worker then loads them from the cache (a kernel that fails is recorded when measured)."""
+    build_all(configs_of(pending), arch, jobs=COMPILE_JOBS)
+
+
+def _standin_factory(spec: str, gpu, settings: dict):
+    """The measure function of the stand-in ``module:function`` (top level: picklable)."""
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)(gpu, **settings)
+
+
+def measurer(gpu, settings: dict, prepare: bool = True):
+    """(factory, context, prepare) of a sweep on this machine's GPU, or of the stand-in
+    named by GEMMPERF_MEASURE_STANDIN (``module:function(gpu, **settings) -> measure``;
+    for tests and dry runs of the workflow without a GPU). Without a CUDA driver or
+    device this stops with the one-line "no GPU" message (hardware.NoGPU)."""
+    spec = os.environ.get(STANDIN_ENV, "").strip()
+    if spec:
+        if not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", spec):
+            raise UserError(f"{STANDIN_ENV}={spec!r}: expected module:function")
+        context = {"gpu": gpu.slug, "device": gpu.name, "driver": "stand-in", "cuda": "stand-in"}
+        return partial(_standin_factory, spec, gpu, settings), context, None
+    arch = local_arch()
+    context = measurement_context(gpu)
+    return partial(Measurer, gpu, **settings), context, (partial(compile_pending, arch) if prepare else None)
+
+
+def table_rows(tasks: list[dict], journal: str | Path, context: dict) -> list[dict]:
+    """The journal's winning row of each task measured under ``context``, in task order."""
+    rows, _ = read_rows(journal)
+    best = best_rows(r for r in rows if all(r.get(k, "") == norm(v) for k, v in context.items()))
+    return [best[k] for k in dict.fromkeys(task_key(t) for t in tasks) if k in best]
+
+
+def default_journal(out: str | Path) -> Path:
+    """The journal of a collect writing ``out`` when none is named: ``X.csv`` -> ``X.journal.csv``."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}.journal{out.suffix or '.csv'}")
+
+
 def run_collect(gpu, testlist, out, families: list[str], dtype: str, preset: str = "default",
                 shard_of: tuple[int, int] = (0, 1), warm_l2: bool = False, rel_spread: float = 0.02,
-                max_seconds: float = 2.0, timeout_s: float = 120.0, limit: int = 0) -> tuple[dict, int]:
-    """Measure shard ``shard_of`` = (i, n) of a testlist into ``out`` (appends, resumes).
+                max_seconds: float = 2.0, timeout_s: float = 120.0, limit: int = 0,
+                journal: str | Path | None = None, retry_failed: bool = False) -> tuple[dict, int, int]:
+    """Measure shard ``shard_of`` = (i, n) of a testlist into its journal (appends,
+    resumes), then write ``out`` from the journal: the winning row of every task measured.
+    A journal that does not exist yet starts from the rows of an existing ``out``.
 
-    Returns (status counts of the rows measured now, tasks in this shard)."""
+    Returns (status counts of the rows measured now, tasks in this shard, rows in ``out``)."""
     i, n = shard_of
     shapes = shard(read_testlist(testlist, dtype), i, n)
     tasks = tasks_for(shapes, gpu, families, dtype, preset)
-    if limit:
-        seen = done_keys(Path(out))
-        tasks = [t for t in tasks if task_key(t) not in seen][:limit]
-    factory = partial(Measurer, gpu, warm_l2=warm_l2, rel_spread=rel_spread, max_seconds=max_seconds)
-    context = {**measurement_context(gpu), "warm_l2": warm_l2}
-    counts = run_sweep(tasks, out, factory, timeout_s=timeout_s, context=context)
-    return counts, len(tasks)
+    journal = Path(journal) if journal else default_journal(out)
+    if journal.resolve() == Path(out).resolve():
+        raise UserError(f"--journal {journal}: must not be the output (the output is rewritten from the journal)")
+    seed(journal, out)
+    settings = {"warm_l2": warm_l2, "rel_spread": rel_spread, "max_seconds": max_seconds}
+    factory, context, prepare = measurer(gpu, settings)
+    context = {**context, "warm_l2": warm_l2}
+    counts = run_sweep(tasks, journal, factory, timeout_s=timeout_s, context=context, limit=limit,
+                       retry_failed=retry_failed, prepare=prepare)
+    written = write_table(table_rows(tasks, journal, context), out)
+    return counts, len(tasks), written

@@ -5,7 +5,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+from ..hardware import probe
 from ..kernels.builder import nvrtc_version
+from ..kernels.driver import check
 
 _NVML: dict = {}
 
@@ -74,3 +76,17 @@ def measurement_context(gpu) -> dict:
         "driver": nvidia_driver() or "unknown",
         "cuda": f"driver API {version // 1000}.{(version % 1000) // 10}, NVRTC {major}.{minor}",
     }
+
+
+def local_arch(index: int = 0) -> str:
+    """The architecture the kernels are compiled for on the local GPU (the rule of
+    kernels.launch.device_arch), read without creating a context. Without a CUDA driver
+    or device: hardware.NoGPU, the one-line "no GPU" message."""
+    probe(index)
+    from cuda.bindings import driver as cu
+
+    dev = check(cu.cuDeviceGet(index))
+    A = cu.CUdevice_attribute
+    major = int(check(cu.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)))
+    minor = int(check(cu.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)))
+    return f"sm_{major}{minor}" + ("a" if major == 9 else "")

@@ -93,7 +93,8 @@ class Measurer:
         try:
             kern = self.kernel(cfg)
         except Exception as err:
-            return {**row, "status": "compile_error", "reason": f"{type(err).__name__}: {err}"[:500]}
+            # the whole log: the journal keeps its first line and puts the rest in a side file
+            return {**row, "status": "compile_error", "reason": f"{type(err).__name__}: {err}"}
         res = kern.resources
         row.update(registers=res.registers, smem_bytes=res.smem_total, spill_bytes=res.spill_stores + res.spill_loads)
         try:

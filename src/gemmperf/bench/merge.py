@@ -1,26 +1,30 @@
-"""Merge the shards of one testlist's sweep into one table."""
+"""Merge journals or shard tables of one testlist's sweep into one measurement table.
+
+Per configuration key the winner is chosen by ``journal.best_rows``: ``ok`` beats every
+failure status; between rows of the same rank the later timestamp wins, and on equal
+timestamps the row read later (later in its file, or in a later file on the command
+line). Lines that are not complete rows (torn) are never admitted.
+"""
 
 from __future__ import annotations
 
-import csv
+import sys
 from pathlib import Path
 
-from ..tables import ROW_COLUMNS
-from .sweep import task_key
+from ..errors import UserError
+from .journal import best_rows, read_rows, write_table
 
 
 def merge_shards(shards: list[str | Path], out: str | Path) -> int:
-    """Concatenate shard CSVs in shard order; a configuration measured twice keeps its
-    last row. Returns the number of rows written."""
-    rows: dict[tuple, dict] = {}
+    """Merge ``shards`` into ``out`` (rows in order of first appearance); returns the
+    number of rows written. Torn lines are skipped, and counted on stderr."""
+    rows, torn = [], 0
     for path in shards:
-        with Path(path).open(newline="") as fh:
-            for row in csv.DictReader(fh):
-                rows[task_key(row)] = row
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=ROW_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows.values())
-    return len(rows)
+        if not Path(path).is_file():
+            raise UserError(f"{path}: no such file to merge")
+        found, bad = read_rows(path)
+        rows += found
+        torn += bad
+        if bad:
+            print(f"{path}: {bad} incomplete line(s) skipped", file=sys.stderr)
+    return write_table(best_rows(rows).values(), out)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import math
-from functools import partial
 from pathlib import Path
 
 from cuda.bindings import driver as cu
@@ -25,8 +24,7 @@ from ..errors import UserError
 from ..kernels.launch import DeviceBuffer, ensure_context
 from ..kernels import check_legal, families_on
 from ..problem import DTYPE_BYTES, KernelConfig
-from .device import measurement_context
-from .measure import Measurer
+from .collect import measurer, table_rows
 from .sweep import run_sweep
 from .timing import check, time_kernel
 
@@ -67,16 +65,16 @@ def bandwidth_rows(gpu) -> list[dict]:
 
 
 def run_microbench(gpu, out: str | Path, families: list[str], dtype: str, timeout_s: float = 120.0) -> int:
-    """Measure everything into ``out`` (kernel rows resume like a sweep)."""
+    """Measure everything into ``out``. The kernel rows are a sweep whose journal is
+    ``<out stem>.raw.csv`` (resumes like collect's)."""
     out = Path(out)
     raw = out.with_suffix(".raw.csv")
     tasks = microbench_tasks(gpu, families, dtype)
     if not tasks:
         raise UserError(f"no family of {families} runs on {gpu.slug}")
-    context = measurement_context(gpu)
-    run_sweep(tasks, raw, partial(Measurer, gpu), timeout_s=timeout_s, context=context)
-    with raw.open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    factory, context, prepare = measurer(gpu, {})
+    run_sweep(tasks, raw, factory, timeout_s=timeout_s, context=context, prepare=prepare)
+    rows = table_rows(tasks, raw, context)
     for r in rows:
         tm, tn, tk, k = (int(r[c]) for c in ("tile_m", "tile_n", "tile_k", "k"))
         r.update(kind=KINDS[r["mode"]], k_stages=math.ceil(k / tk), ctas=gpu.sms,

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..problem import KernelConfig
+from ..progress import bar
 from .driver import check
 from .families import family_of
 
@@ -182,6 +183,55 @@ def build(config: KernelConfig, arch: str, *, use_cache: bool = True, cache: Pat
         except OSError:
             pass  # an unwritable cache only costs time
     return kernel
+
+
+def _build_one(config: KernelConfig, arch: str) -> str | None:
+    """Compile one configuration into the disk cache; its error as one line, or None."""
+    try:
+        build(config, arch)
+    except Exception as err:
+        return (f"{type(err).__name__}: {err}".splitlines() or [""])[0][:300]
+    return None
+
+
+def _ignore_sigint() -> None:
+    """Compile processes leave Ctrl-C to the parent, which stops them."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def build_all(configs: list[KernelConfig], arch: str, jobs: int = 1) -> dict[str, str]:
+    """Compile every configuration into the disk cache, ``jobs`` NVRTC processes at once,
+    with a progress bar; returns {config key: error line} of those that failed."""
+    failed: dict[str, str] = {}
+    with bar(total=len(configs), desc=f"compiling kernels for {arch}", unit="kernel") as shown:
+        if jobs <= 1 or len(configs) <= 1:
+            for cfg in configs:
+                err = _build_one(cfg, arch)
+                if err:
+                    failed[cfg.key()] = err
+                shown.update()
+            return failed
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        pool = ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_ignore_sigint)
+        try:
+            futures = {pool.submit(_build_one, c, arch): c for c in configs}
+            for fut in as_completed(futures):
+                try:
+                    err = fut.result()
+                except Exception as exc:  # a compile process that died: the worker retries it
+                    err = f"{type(exc).__name__}: {exc}"
+                if err:
+                    failed[futures[fut].key()] = err
+                shown.update()
+        except BaseException:  # Ctrl-C: the queued compiles are dropped, not waited for
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
+    return failed
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -1,0 +1,125 @@
+"""`gemmperf collect` and `microbench` as a user meets them without a GPU: the clean
+one-line "no GPU" message, and a whole collect through the stand-in measure function
+(journal, output written from it, --retry-failed, a worker that cannot start)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gemmperf.bench.journal import read_rows
+from gemmperf.hardware import NoGPU, probe
+
+REPO = Path(__file__).resolve().parent.parent
+GPU = "h100-sxm5-80gb"
+
+
+def has_gpu() -> bool:
+    try:
+        probe()
+        return True
+    except NoGPU:
+        return False
+
+
+def gemmperf(*args, env=None, cwd=None):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO / "tests")]),
+           "GEMMPERF_PROGRESS": "0", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "gemmperf", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=120)
+
+
+@pytest.fixture
+def testlist(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("m,n,k\n256,256,256\n512,128,256\n")
+    return path
+
+
+@pytest.mark.skipif(has_gpu(), reason="this machine has a GPU; the test needs a machine without a CUDA driver")
+@pytest.mark.parametrize("command", ["collect", "microbench"])
+def test_no_cuda_driver_is_one_clean_line(command, testlist, tmp_path):
+    args = ["--gpu", GPU, "--out", str(tmp_path / "o.csv")]
+    if command == "collect":
+        args += ["--testlist", str(testlist)]
+    run = gemmperf(command, *args)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert run.stderr.startswith(f"gemmperf {command}: no GPU: ")
+    assert not (tmp_path / "o.csv").exists() and not (tmp_path / "o.journal.csv").exists()
+
+
+def collect(testlist, out, *extra, calls, env=None):
+    return gemmperf("collect", "--gpu", GPU, "--testlist", str(testlist), "--out", str(out), "--families", "simt",
+                    "--preset", "paper", *extra,
+                    env={"GEMMPERF_MEASURE_STANDIN": "test_sweep_fakes:standin", "GEMMPERF_TEST_CALLS": str(calls),
+                         **(env or {})})
+
+
+def rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_collect_writes_its_output_from_the_journal_and_resumes(testlist, tmp_path):
+    out, calls = tmp_path / "m.csv", tmp_path / "calls"
+    run = collect(testlist, out, "--limit", "3", calls=calls)
+    assert run.returncode == 0, run.stderr
+    journal = tmp_path / "m.journal.csv"
+    assert len(rows(out)) == 3 and len(read_rows(journal)[0]) == 3
+    run = collect(testlist, out, calls=calls)
+    assert run.returncode == 0, run.stderr
+    assert len(rows(out)) == 8 and {r["status"] for r in rows(out)} == {"ok"}
+    assert len(calls.read_text().splitlines()) == 8  # the first three were not measured again
+    assert "8 of 8 configurations in this shard measured; 5 measured now" in run.stdout
+
+
+def test_an_earlier_output_starts_the_journal(testlist, tmp_path):
+    out, calls = tmp_path / "m.csv", tmp_path / "calls"
+    assert collect(testlist, out, "--limit", "3", calls=calls).returncode == 0
+    (tmp_path / "m.journal.csv").unlink()  # as an earlier collect left it: rows in m.csv only
+    assert collect(testlist, out, calls=calls).returncode == 0
+    assert len(calls.read_text().splitlines()) == 8 and len(rows(out)) == 8
+
+
+def test_retry_failed_from_the_command_line(testlist, tmp_path):
+    out, calls, journal = tmp_path / "m.csv", tmp_path / "calls", tmp_path / "j" / "m.csv"
+    assert collect(testlist, out, "--journal", str(journal), calls=calls).returncode == 0
+    lines = journal.read_text().splitlines()
+    lines[1] = lines[1].replace(",ok,", ",timeout,")  # a row that failed
+    journal.write_text("\n".join(lines) + "\n")
+    assert collect(testlist, out, "--journal", str(journal), calls=calls).returncode == 0
+    assert len(calls.read_text().splitlines()) == 8
+    assert collect(testlist, out, "--journal", str(journal), "--retry-failed", calls=calls).returncode == 0
+    assert len(calls.read_text().splitlines()) == 9
+    assert len(read_rows(journal)[0]) == 9  # the timeout stays as history
+    assert {r["status"] for r in rows(out)} == {"ok"} and len(rows(out)) == 8
+
+
+def test_a_worker_that_cannot_start_is_one_line(testlist, tmp_path):
+    run = collect(testlist, tmp_path / "m.csv", calls=tmp_path / "calls",
+                  env={"GEMMPERF_MEASURE_STANDIN": "no_such_module:standin"})
+    assert run.returncode == 2
+    assert run.stderr == ("gemmperf collect: the measuring worker could not start: "
+                          "ModuleNotFoundError: No module named 'no_such_module'\n")
+
+
+def test_the_sweep_compile_shows_progress_and_reports_failures(monkeypatch, capsys):
+    pytest.importorskip("cuda.core")
+    pytest.importorskip("tqdm")
+    from gemmperf.hardware import CATALOG
+    from gemmperf.kernels import get_family
+    from gemmperf.kernels.builder import build_all
+
+    monkeypatch.setenv("GEMMPERF_PROGRESS", "1")
+    simt = get_family("simt").default_sweep(CATALOG["a100-sxm4-80gb"])[0]
+    hopper_only = simt.replace(family="ws-hopper", dtype="bf16")
+    failed = build_all([simt, hopper_only], "sm_80", jobs=2)
+    assert list(failed) == [hopper_only.key()] and "needs sm_90a" in failed[hopper_only.key()]
+    err = capsys.readouterr().err
+    assert "compiling kernels for sm_80" in err and "/2 [" in err
