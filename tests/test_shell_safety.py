@@ -140,11 +140,7 @@ def shell_fields(path: Path) -> list[tuple[int, str]]:
 RULE_FILES = sorted((REPO / "workflow" / "rules").glob("*.smk"))
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(
-        strict=True, reason="measure.smk is quoted on its owner's branch (issue 14); remove this mark then"))
-    if p.name == "measure.smk" else p
-    for p in RULE_FILES], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", RULE_FILES, ids=lambda p: p.name)
 def test_every_field_of_every_shell_command_is_quoted(path):
     fields = shell_fields(path)
     if path.name != "common.smk":

@@ -10,7 +10,6 @@ import csv
 import fcntl
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -32,7 +31,11 @@ TARGET = f"results/{SLUG}/measurements/tiny.csv"
 
 @pytest.fixture
 def wf(tmp_path):
-    shutil.copytree(REPO / "config", tmp_path / "config")
+    # the repository's config less its collect presets, which name the repository's testlists
+    base = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    base["collect"]["presets"] = {}
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(base))
     (tmp_path / "lists").mkdir()
     (tmp_path / "lists" / "tiny.csv").write_text("m,n,k\n256,256,256\n512,256,128\n128,384,256\n384,128,512\n")
     cfg = {"gpus": ["auto"], "testlists": ["tiny"], "heldout_testlist": "tiny", "testlist_dir": str(tmp_path / "lists"),

@@ -19,8 +19,14 @@ def collect_journal(wildcards):
     carries a hash of what makes old rows stale (the collect code, the timing settings,
     the GPU's identity), so a change there starts a new journal."""
     c = config["collect"]
-    stale_if = [code_version("collect"), config["dtype"], c["warm_l2"], c["rel_spread"],
-                c["max_seconds"], identity_json(wildcards)]
+    stale_if = [
+        code_version("collect"),
+        config["dtype"],
+        c["warm_l2"],
+        c["rel_spread"],
+        c["max_seconds"],
+        identity_json(wildcards),
+    ]
     tag = hashlib.sha256(json.dumps(stale_if, sort_keys=True).encode()).hexdigest()[:12]
     w = wildcards
     return f"results/{w.gpu}/journal/{w.testlist}/{w.shard}-of-{w.shards}.{tag}.csv"
@@ -40,8 +46,10 @@ rule microbench:
         dtype=config["dtype"],
         code=code_version("microbench"),
     shell:
-        "gemmperf gpu-slot -- gemmperf microbench --gpu {input.hardware:q} --out {output:q}"
-        " --families {params.families:q} --dtype {params.dtype:q} > {log:q} 2>&1"
+        logged(
+            "gemmperf gpu-slot -- gemmperf microbench --gpu {input.hardware:q} --out {output:q}"
+            " --families {params.families:q} --dtype {params.dtype:q}"
+        )
 
 
 rule collect_shard:
@@ -60,17 +68,18 @@ rule collect_shard:
         families=",".join(config["families"]),
         dtype=config["dtype"],
         preset=lambda w: config["collect"]["presets"].get(w.testlist, "medium"),
-        # one of two literals, never a config string (a lone flag: not quoted, so that
-        # the empty choice adds no argument)
-        warm_l2="--warm-l2" if config["collect"]["warm_l2"] is True else "",
+        # a list of words (one flag or none), each quoted
+        warm_l2=["--warm-l2"] if config["collect"]["warm_l2"] is True else [],
         rel_spread=config["collect"]["rel_spread"],
         max_seconds=config["collect"]["max_seconds"],
         code=code_version("collect"),
     shell:
-        "gemmperf gpu-slot -- gemmperf collect --gpu {input.hardware:q} --testlist {input.testlist:q}"
-        " --out {output:q} --journal {params.journal:q} --families {params.families:q}"
-        " --dtype {params.dtype:q} --preset {params.preset:q} --shard {params.shard:q} {params.warm_l2}"
-        " --rel-spread {params.rel_spread:q} --max-seconds {params.max_seconds:q} > {log:q} 2>&1"
+        logged(
+            "gemmperf gpu-slot -- gemmperf collect --gpu {input.hardware:q} --testlist {input.testlist:q}"
+            " --out {output:q} --journal {params.journal:q} --families {params.families:q}"
+            " --dtype {params.dtype:q} --preset {params.preset:q} --shard {params.shard:q} {params.warm_l2:q}"
+            " --rel-spread {params.rel_spread:q} --max-seconds {params.max_seconds:q}"
+        )
 
 
 rule merge_shards:
@@ -89,4 +98,4 @@ rule merge_shards:
     params:
         code=code_version("merge"),
     shell:
-        "gemmperf merge {input:q} --out {output:q} > {log:q} 2>&1"
+        logged("gemmperf merge {input:q} --out {output:q}")
