@@ -52,12 +52,13 @@ def _probed(expect: str | None) -> GPU:
 
 
 def cmd_hardware(a) -> int:
+    out = output_path(a.out, (".json",)) if a.out else None  # a bad path stops before any work
     if a.source == "shipped":
         if not a.shipped or not a.out:
             raise UserError("hardware --source shipped: give --shipped PATH and --out PATH")
         if not Path(a.shipped).is_file():
             raise UserError(f"{a.shipped}: shipped descriptor not found")
-        shutil.copyfile(a.shipped, output_path(a.out, (".json",)))
+        shutil.copyfile(a.shipped, out)
         print(f"copied the shipped descriptor {a.shipped}", file=sys.stderr)
         return 0
     if a.source == "measure":
@@ -74,8 +75,8 @@ def cmd_hardware(a) -> int:
             gpu = get_gpu(a.gpu)
             print(f"{err}; using the catalog entry for {gpu.slug}", file=sys.stderr)
     text = json.dumps(gpu.to_dict(), indent=2) + "\n"
-    if a.out:
-        output_path(a.out, (".json",)).write_text(text)
+    if out:
+        out.write_text(text)
     else:
         print(text, end="")
     return 0
