@@ -141,32 +141,40 @@ class PipeTable:
             out[c] = (t, t - d["D"][(r, p)])
         return out
 
-    def float_bounds(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def float_times(self) -> tuple[np.ndarray, np.ndarray]:
         """Per configuration, in floats from the values that stand for its class and group:
-        (time, the lower bound A + cF*mF + cL*mL of its group (Pk >= m), |A| + cF*mF + cL*mL
-        (the scale of the bound's rounding error)). Symbolic tables only."""
+        the split's time A + cF*max(mF, lF/B) + cL*max(mL, lL/B), and |A| + cF*max(..) +
+        cL*max(..) (the scale of its rounding error). Tabled: evaluate()'s time."""
+        if not self.symbolic:
+            return self.pred, np.abs(self.pred)
         P = self.part
         g, r, c = P["g0"], P["r0"], P["c0"]
-        cF, cL, A = P["cF"][c], P["cL"][c], P["A"][g]
         b = np.array([x.stages for x in self.space], dtype=np.float64)
-        t = A + cF * np.maximum(P["mF"][r], P["lF"][r] / b) + cL * np.maximum(P["mL"][r], P["lL"][r] / b)
-        low = A + cF * P["mF"][r] + cL * P["mL"][r]
-        return t, low, np.abs(A) + cF * P["mF"][r] + cL * P["mL"][r]
+        k = P["cF"][c] * np.maximum(P["mF"][r], P["lF"][r] / b) + P["cL"][c] * np.maximum(P["mL"][r], P["lL"][r] / b)
+        return P["A"][g] + k, np.abs(P["A"][g]) + k
 
 
-def _stacked(a: dict, n: int, stages: list) -> dict:
-    """``a`` with every per-configuration array repeated once per entry of ``stages`` and
-    the ring depth replaced: one evaluate() call for several depths (the model is
-    row-wise, and one call over 4n rows costs little more than one over n)."""
-    out = {}
-    for name, v in a.items():
-        if isinstance(v, np.ndarray) and v.shape == (n,):
-            out[name] = np.concatenate([v] * len(stages))
-        else:
-            out[name] = v
-    out["stages"] = np.concatenate([a["stages"] if b is None else np.full(n, b, dtype=a["stages"].dtype)
-                                    for b in stages])
-    return out
+def _evaluate_depths(a: dict, n: int, g0: np.ndarray) -> dict:
+    """evaluate() at the space's ring depths ("B") and at B = 1, 2, 2**40, in one call (the
+    model is row-wise; one call over more rows costs little more than one over n). The
+    configurations of a (class, raster, persistent) group differ only in B, so at a fixed
+    B they are one row: evaluated once per group (``g0``: each configuration's group
+    representative), where every other input agrees within the group, else per row."""
+    rows = [k for k, v in a.items() if isinstance(v, np.ndarray) and v.shape == (n,)]
+    same = all(np.array_equal(a[k], a[k][g0]) for k in rows if k != "stages")
+    reps = np.unique(g0) if same else np.arange(n)
+    back = np.searchsorted(reps, g0) if same else np.arange(n)
+    depths = (1, 2, 2 ** 40)
+    kw = {k: v for k, v in a.items() if k not in rows}
+    for k in rows:
+        parts = [a[k]] + [np.full(len(reps), b, dtype=a[k].dtype) if k == "stages" else a[k][reps] for b in depths]
+        kw[k] = np.concatenate(parts)
+    both = ws_pipelined.evaluate(**kw)
+    outs = {"B": {c: v[:n] for c, v in both.items()}}
+    for q, name in enumerate((1, 2, "inf")):
+        lo = n + q * len(reps)
+        outs[name] = {c: v[lo:lo + len(reps)][back] for c, v in both.items()}
+    return outs
 
 
 def _pipe_periods(a: dict, outs: dict, cF: np.ndarray, cL: np.ndarray):
@@ -219,8 +227,11 @@ def pipelined_table(shape: Shape, space: list[KernelConfig], pset: ParamSet, ind
     """
     a = pipelined_inputs(shape, space, pset)
     n = len(space)
-    both = ws_pipelined.evaluate(**_stacked(a, n, [None, 1, 2, 2 ** 40]))
-    outs = {name: {c: v[q * n:(q + 1) * n] for c, v in both.items()} for q, name in enumerate(("B", 1, 2, "inf"))}
+    cls = np.array([index[class_key(c)] for c in space], dtype=np.int64)
+    rast = np.array([RASTER_CODE[c.raster] for c in space], dtype=np.int64)
+    pers = np.array([bool(c.persistent) for c in space], dtype=np.int64)
+    g0 = _first_of((cls * 3 + rast) * 2 + pers)
+    outs = _evaluate_depths(a, n, g0)
     out = outs["B"]
     pred = out["predicted_us"]
     wait = math_wait(out, "ws-pipelined")
@@ -230,11 +241,8 @@ def pipelined_table(shape: Shape, space: list[KernelConfig], pset: ParamSet, ind
     (mF, lF), (mL, lL) = _pipe_periods(a, outs, cF, cL)
     b = a["stages"].astype(np.float64)
     A = pred - cF * np.maximum(mF, lF / b) - cL * np.maximum(mL, lL / b)
-    cls = np.array([index[class_key(c)] for c in space], dtype=np.int64)
-    rast = np.array([RASTER_CODE[c.raster] for c in space], dtype=np.int64)
-    pers = np.array([bool(c.persistent) for c in space], dtype=np.int64)
     part = {"cF": cF, "cL": cL, "A": A, "D": pred - wait, "mF": mF, "lF": lF, "mL": mL, "lL": lL, "cls": cls,
-            "c0": _first_of(cls), "r0": _first_of(cls * 3 + rast), "g0": _first_of((cls * 3 + rast) * 2 + pers)}
+            "c0": _first_of(cls), "r0": _first_of(cls * 3 + rast), "g0": g0}
     # the split holds where A, D and the periods are the same for every configuration of a group
     g = part["g0"]
     dev = max(float(np.max(np.abs(part[x] - part[x][g]) / pred)) for x in ("A", "D", "mF", "lF", "mL", "lL"))
