@@ -17,6 +17,9 @@ Search space per row (``space``): "legal" is the family's whole legal space;
 measured time and the regret is defined); "auto" (the default) is "measured" where the
 shape has measurements and "legal" elsewhere. The ``space`` column says which one.
 
+A progress bar over the shapes (``gemmperf.progress.bar``) shows where a long testlist
+stands; a shape listed twice is solved once.
+
 If NVIDIA's ``nvidia-matmul-heuristics`` package imports (an optional extra, never
 required), its top configuration and runtime estimate are added as nvmmh_* columns.
 """
@@ -30,6 +33,7 @@ from ..hardware import GPU
 from ..kernels import families_on, get_family
 from ..params import ParamSet
 from ..problem import FAMILIES, KernelConfig, Shape
+from ..progress import bar
 from ..tables import TILING_COLUMNS, valid_rows
 from .solver import solve
 from .space import DEFAULT_MODEL, family_space
@@ -169,8 +173,8 @@ def tilings_table(shapes: list[Shape], gpu: GPU, pset: ParamSet, families: list[
         for key, part in meas.partition_by(["m", "n", "k", "family", "dtype"], as_dict=True).items():
             by_shape[key] = part
     use_nv = nvmmh_available() if nvmmh is None else nvmmh
-    rows = []
-    for shape in shapes:
+    rows, done = [], {}
+    for shape in bar(shapes, desc=f"optimize {model}", unit="shape"):
         for fam in fams:
             d = get_family(fam).dtype_for(dtype or shape.dtype)
             shp = Shape(shape.m, shape.n, shape.k, d)
@@ -184,7 +188,9 @@ def tilings_table(shapes: list[Shape], gpu: GPU, pset: ParamSet, families: list[
                     cand, label = None, "legal"
             elif space == "measured":
                 label = "legal"  # nothing measured for this shape: the legal space
-            sol = solve(shp, fam, gpu, pset, model, space=cand, runner_up=runner_up)
+            key = (shp, fam, None if cand is None else tuple(cand))
+            sol = done.get(key) or solve(shp, fam, gpu, pset, model, space=cand, runner_up=runner_up)
+            done[key] = sol  # a shape listed twice is solved once
             c, r = sol.config, sol.runner_up
             row = {"m": shp.m, "n": shp.n, "k": shp.k, "dtype": d, "family": fam, "model": model,
                    **{k: getattr(c, k) for k in TILING_COLUMNS},
