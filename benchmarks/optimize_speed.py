@@ -19,7 +19,9 @@ Parameters: ``--params`` if given, else results/<gpu>/params.json where present 
 ``gemmperf optimize`` does), else the descriptor defaults; the first line says which.
 Times are process CPU time by default (``--clock cpu``; Z3 and numpy run on the calling
 thread), which a machine shared with other work inflates less than wall time; the last
-lines give both. Pinned to one core where the OS allows.
+lines give both (``--pin``: pinned to one core). The last line but one times
+``tilings_table`` over the testlists (what ``gemmperf optimize --testlist`` runs), where
+ws-pipelined's tables of a chunk of shapes come from one evaluate() call.
 """
 
 from __future__ import annotations
@@ -94,18 +96,22 @@ def main(argv=None) -> int:
     ap.add_argument("--models", nargs="+", default=None, help="default: the optimizer's default model")
     ap.add_argument("--params", help="parameters JSON (default results/<gpu>/params.json if present)")
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
+    ap.add_argument("--pin", action="store_true", help="pin the process to one core (os.sched_setaffinity)")
     a = ap.parse_args(argv)
-    try:
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-        pinned = "pinned to 1 core"
-    except (AttributeError, OSError):
-        pinned = "unpinned"
+    pinned = "unpinned"
+    if a.pin:
+        try:
+            os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+            pinned = "pinned to 1 core"
+        except (AttributeError, OSError):
+            pass
 
     import z3
 
     from gemmperf import optimize
     from gemmperf.hardware import get_gpu
     from gemmperf.kernels import families_on
+    from gemmperf.optimize.tilings import tilings_table
     from gemmperf.problem import FAMILIES, read_testlist
 
     gpu = get_gpu(a.gpu)
@@ -137,6 +143,11 @@ def main(argv=None) -> int:
         print(f"all{label}: plain median {o[0] * 1e3:.1f} ms (p95 {o[1] * 1e3:.1f}, max {o[2] * 1e3:.1f}); pruned median "
               f"{n[0] * 1e3:.1f} ms (p95 {n[1] * 1e3:.1f}, max {n[2] * 1e3:.1f}); ratio {n[0] / o[0]:.2f}; "
               f"target median <= 10 ms: {'met' if n[0] <= 0.010 else 'NOT met'}")
+    for model in a.models or [optimize.DEFAULT_MODEL]:
+        _, t, w = _timed(clock, tilings_table, shapes, gpu, pset, fams, model, nvmmh=False)
+        per = len(shapes) * len(fams)
+        print(f"tilings_table, {model}, legal space, every family (the testlist's tables built together): "
+              f"{t / per * 1e3:.1f} ms per shape and family ({a.clock}), {w / per * 1e3:.1f} ms wall")
     print(f"agreement: {'every shape' if not bad else f'{bad} disagreements'} (pruned == plain == exhaustive)")
     return 0 if not bad else 1
 

@@ -135,3 +135,18 @@ def test_tilings_progress_bar(monkeypatch, capsys):
     t = tilings.tilings_table(shapes, H100, ParamSet(H100), ["ws-hopper"], "ws-stage", nvmmh=False)
     assert t.height == 3 and t.row(0) == t.row(2)  # a repeated shape: the same row
     assert "optimize ws-stage" in capsys.readouterr().err
+
+
+def test_tables_of_a_testlist_at_once_are_each_shapes():
+    """pipelined_tables (one evaluate() call for many shapes) == pipelined_table per shape."""
+    from gemmperf.optimize.pipelined import pipelined_tables
+
+    pset = ParamSet(H100)
+    for fam, dtype in (("ws-hopper", "bf16"), ("simt", "fp32")):
+        space = family_space(fam, H100, dtype)
+        index = skeleton(space, "ws-pipelined", H100.smem_per_block).index
+        shapes = [Shape(s.m, s.n, s.k, dtype) for s in ODD]
+        for one, many in zip((pipelined_table(s, space, pset, index) for s in shapes),
+                             pipelined_tables(shapes, space, pset, index)):
+            assert (one.symbolic, one.max_dev, one.exact) == (many.symbolic, many.max_dev, many.exact)
+            assert all((one.out[k] == many.out[k]).all() for k in one.out)

@@ -38,6 +38,9 @@ order. Variables:
   groups (about 10x faster on simt's 27 tiles). Tabled fallback: one line per
   configuration with its time and wait.
 
+Pruned (``keep``, an ``encode.Kept``): only the kept configurations' classes, groups and
+stages get lines, and one assertion restricts (cls, raster, pers, b) to them.
+
 About 8 + 2*#classes assertions (ws-pipelined: about #classes*(1 + 3*#rasters) + #stages
 + 8) and about 20 variables; K changes constants only.
 """

@@ -154,27 +154,39 @@ class PipeTable:
         return P["A"][g] + k, np.abs(P["A"][g]) + k
 
 
-def _evaluate_depths(a: dict, n: int, g0: np.ndarray) -> dict:
-    """evaluate() at the space's ring depths ("B") and at B = 1, 2, 2**40, in one call (the
-    model is row-wise; one call over more rows costs little more than one over n). The
-    configurations of a (class, raster, persistent) group differ only in B, so at a fixed
-    B they are one row: evaluated once per group (``g0``: each configuration's group
-    representative), where every other input agrees within the group, else per row."""
+def _depth_rows(a: dict, n: int, g0: np.ndarray, same: bool) -> tuple[dict, np.ndarray]:
+    """evaluate()'s per-row inputs at the space's ring depths (the first n rows) and at
+    B = 1, 2, 2**40 (three blocks of one row per group), and the block row of each
+    configuration. The configurations of a (class, raster, persistent) group differ only
+    in B, so at a fixed B they are one row (``g0``: each configuration's group
+    representative), where every other input agrees within the group (``same``), else
+    one per row."""
     rows = [k for k, v in a.items() if isinstance(v, np.ndarray) and v.shape == (n,)]
-    same = all(np.array_equal(a[k], a[k][g0]) for k in rows if k != "stages")
     reps = np.unique(g0) if same else np.arange(n)
     back = np.searchsorted(reps, g0) if same else np.arange(n)
-    depths = (1, 2, 2 ** 40)
-    kw = {k: v for k, v in a.items() if k not in rows}
+    kw = {}
     for k in rows:
-        parts = [a[k]] + [np.full(len(reps), b, dtype=a[k].dtype) if k == "stages" else a[k][reps] for b in depths]
+        parts = [a[k]] + [np.full(len(reps), b, dtype=a[k].dtype) if k == "stages" else a[k][reps]
+                          for b in (1, 2, 2 ** 40)]
         kw[k] = np.concatenate(parts)
-    both = ws_pipelined.evaluate(**kw)
+    return kw, back
+
+
+def _depth_outputs(both: dict, n: int, back: np.ndarray) -> dict:
+    """_depth_rows' blocks of evaluate()'s outputs, per configuration: {"B", 1, 2, "inf"}."""
+    r = (len(next(iter(both.values()))) - n) // 3
     outs = {"B": {c: v[:n] for c, v in both.items()}}
     for q, name in enumerate((1, 2, "inf")):
-        lo = n + q * len(reps)
-        outs[name] = {c: v[lo:lo + len(reps)][back] for c, v in both.items()}
+        outs[name] = {c: v[n + q * r:n + (q + 1) * r][back] for c, v in both.items()}
     return outs
+
+
+def _groups(space: list[KernelConfig], index: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per configuration: class index, raster code, and its group's first configuration."""
+    cls = np.array([index[class_key(c)] for c in space], dtype=np.int64)
+    rast = np.array([RASTER_CODE[c.raster] for c in space], dtype=np.int64)
+    pers = np.array([bool(c.persistent) for c in space], dtype=np.int64)
+    return cls, rast, _first_of((cls * 3 + rast) * 2 + pers)
 
 
 def _pipe_periods(a: dict, outs: dict, cF: np.ndarray, cL: np.ndarray):
@@ -225,13 +237,34 @@ def pipelined_table(shape: Shape, space: list[KernelConfig], pset: ParamSet, ind
     every configuration: if the model's dependence on B is not of this form (e.g. B also
     enters the L2 window or the fill), the table falls back to ``symbolic=False``.
     """
-    a = pipelined_inputs(shape, space, pset)
+    return pipelined_tables([shape], space, pset, index)[0]
+
+
+def pipelined_tables(shapes: list[Shape], space: list[KernelConfig], pset: ParamSet, index: dict) -> list[PipeTable]:
+    """pipelined_table of each shape, with one evaluate() call for all of them (the model
+    is row-wise; its cost is mostly per call): a testlist's tables at once."""
     n = len(space)
-    cls = np.array([index[class_key(c)] for c in space], dtype=np.int64)
-    rast = np.array([RASTER_CODE[c.raster] for c in space], dtype=np.int64)
-    pers = np.array([bool(c.persistent) for c in space], dtype=np.int64)
-    g0 = _first_of((cls * 3 + rast) * 2 + pers)
-    outs = _evaluate_depths(a, n, g0)
+    cls, rast, g0 = _groups(space, index)
+    ins = [pipelined_inputs(shape, space, pset) for shape in shapes]
+    # the inputs but m, n, k (constant per shape) are the configurations' and parameters'
+    same = all(np.array_equal(v, v[g0]) for k, v in ins[0].items()
+               if isinstance(v, np.ndarray) and v.shape == (n,) and k != "stages")
+    rows = [_depth_rows(a, n, g0, same) for a in ins]
+    kw = {k: v for k, v in ins[0].items() if k not in rows[0][0]}
+    kw.update({k: np.concatenate([r[0][k] for r in rows]) for k in rows[0][0]})
+    both = ws_pipelined.evaluate(**kw)
+    out, lo = [], 0
+    for shape, a, (block, back) in zip(shapes, ins, rows):
+        size = len(block["stages"])
+        outs = _depth_outputs({c: v[lo:lo + size] for c, v in both.items()}, n, back)
+        lo += size
+        out.append(_split(shape, space, index, a, outs, (cls, rast, g0)))
+    return out
+
+
+def _split(shape: Shape, space: list, index: dict, a: dict, outs: dict, groups: tuple) -> PipeTable:
+    """The split of one shape's evaluate() outputs (see pipelined_table)."""
+    cls, rast, g0 = groups
     out = outs["B"]
     pred = out["predicted_us"]
     wait = math_wait(out, "ws-pipelined")
@@ -244,8 +277,7 @@ def pipelined_table(shape: Shape, space: list[KernelConfig], pset: ParamSet, ind
     part = {"cF": cF, "cL": cL, "A": A, "D": pred - wait, "mF": mF, "lF": lF, "mL": mL, "lL": lL, "cls": cls,
             "c0": _first_of(cls), "r0": _first_of(cls * 3 + rast), "g0": g0}
     # the split holds where A, D and the periods are the same for every configuration of a group
-    g = part["g0"]
-    dev = max(float(np.max(np.abs(part[x] - part[x][g]) / pred)) for x in ("A", "D", "mF", "lF", "mL", "lL"))
+    dev = max(float(np.max(np.abs(part[x] - part[x][g0]) / pred)) for x in ("A", "D", "mF", "lF", "mL", "lL"))
     symbolic = dev <= PIPE_TOL and bool(np.all(lF >= mF) & np.all(lL >= mL)) and bool(np.all(mF > 0) & np.all(mL > 0))
     return PipeTable(symbolic=symbolic, shape=shape, space=list(space), index=index, pred=pred, wait=wait,
-                    stages=tuple(sorted({c.stages for c in space})), max_dev=dev, out=out, part=part)
+                     stages=tuple(sorted({c.stages for c in space})), max_dev=dev, out=out, part=part)

@@ -93,24 +93,24 @@ def _incumbents(order: list[int], cls: list[int]) -> tuple[int, int | None]:
 
 def prune_exact(C: Consts, space: list, rp: RankParts, model: str, fix: dict | None,
                 runner_up: bool, wave_end: str = "ours") -> Pruned | None:
-    """ws-stage / ws-persistent: exact times of every configuration, classes whose best
-    exceeds U dropped (None where no configuration matches the pins)."""
-    cache, vals = {}, []
+    """ws-stage / ws-persistent: exact times per tile class (and, for ws-stage, B >= 2),
+    configurations slower than U dropped (None where no configuration matches the pins)."""
+    by_key: dict = {}
     for c in space:
-        key = (class_key(c), c.stages >= 2)
-        if key not in cache:
-            cache[key] = exact_objectives(C, c, model, wave_end)
-        vals.append(cache[key])
-    cls = [rp.index[class_key(c)] for c in space]
-    order = sorted((j for j, c in enumerate(space) if _matches(c, fix)), key=lambda j: vals[j][0])
+        key = (class_key(c), c.stages >= 2 if model == "ws-stage" else True)
+        by_key.setdefault(key, []).append(c)
+    vals = {key: exact_objectives(C, cs[0], model, wave_end) for key, cs in by_key.items()}
+    order = sorted((key for key, cs in by_key.items() if any(_matches(c, fix) for c in cs)), key=lambda k: vals[k][0])
     if not order:
         return None
-    a, b = _incumbents(order, cls)
+    a = order[0]
+    b = next((k for k in order if k[0] != a[0]), None)
     U = max(vals[a][0], vals[b][0]) if runner_up and b is not None else vals[a][0]
-    near = [j for j in range(len(space)) if vals[j][0] <= U]
-    cands = {space[j]: (vals[j][0], vals[j][1], 0, tie_rank(space[j], rp), cls[j])
-             for j in near if _matches(space[j], fix)}
-    return Pruned(keep=Kept.of([space[j] for j in near], rp.index), bound=U, cands=cands, model=model)
+    near = [key for key in by_key if vals[key][0] <= U]
+    keep = [c for key in near for c in by_key[key]]
+    cands = {c: (*vals[key], 0, tie_rank(c, rp), rp.index[key[0]])
+             for key in near for c in by_key[key] if _matches(c, fix)}
+    return Pruned(keep=Kept.of(keep, rp.index), bound=U, cands=cands, model=model)
 
 
 def prune_pipelined(tab: PipeTable, rp: RankParts, fix: dict | None, runner_up: bool) -> Pruned | None:

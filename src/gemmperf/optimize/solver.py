@@ -29,6 +29,15 @@ Solving is lexicographic OptSMT by linear search on one incremental ``SimpleSolv
 objective == minimum and go to the next objective. The domain is finite, so each minimum
 is attained and exact. This is about twice as fast here as ``z3.Optimize`` with
 lexicographic priorities, and gives the same optima. Z3 runs single-threaded.
+
+By default (``prune=True``) the configurations whose closed-form time rules them out as
+optimum and runner-up are left out of the encoding, and the search starts at the
+exhaustive choice among the rest: one unsat check proves that no kept configuration is
+lexicographically better, one sat check returns it (``_certify``; where the claim fails,
+the linear search above runs). prune.py argues why the answer is that of the whole space;
+``prune=False`` is the plain path (every configuration, the linear search), kept for
+comparison (``benchmarks/optimize_speed.py``). The pruned path asserts each shape's lines
+in a scope of one process-wide solver whose variables are declared once.
 """
 
 from __future__ import annotations
@@ -46,7 +55,7 @@ from ..params import ParamSet
 from ..problem import RASTERS, KernelConfig, Shape
 from .encode import ALL_VARS, CHOICE_VARS, MODEL_VARS, encode_text, encoding_size, skeleton
 from .evaluate import breakdown, breakdown_of
-from .pipelined import TIE_TOL, pipelined_table
+from .pipelined import TIE_TOL, PipeTable, pipelined_table
 from .prune import Pruned, prune_exact, prune_pipelined
 from .space import (DEFAULT_MODEL, FIELDS, RASTER_CODE, RankParts, check_family, check_model, class_key,
                     consts, explain_unsat, search_space, shape_for)
@@ -283,7 +292,7 @@ def _prune(C, space: list, sk, model: str, tab, fix: dict | None, runner_up: boo
 def solve(shape, family: str, gpu: GPU, params: ParamSet, model: str = DEFAULT_MODEL,
           space: list[KernelConfig] | None = None, fix: dict | None = None,
           runner_up: bool = True, wave_end: str = "ours", dtype: str | None = None,
-          prune: bool = True) -> Solution:
+          prune: bool = True, table: PipeTable | None = None) -> Solution:
     """The Z3-optimal configuration of ``family`` for ``shape`` under ``model``.
 
     ``shape``: a Shape (its dtype is the input dtype; simt always uses fp32) or (m, n, k).
@@ -292,6 +301,8 @@ def solve(shape, family: str, gpu: GPU, params: ParamSet, model: str = DEFAULT_M
     request raises UserError naming the reason. ``prune``: leave out of the encoding the
     tile classes a proven bound rules out and start Z3 at the exhaustive choice among the
     rest (prune.py; same answer); False: every class, the plain linear search.
+    ``table``: ws-pipelined's table of this shape and space if already built
+    (``pipelined_tables`` builds a testlist's at once).
     """
     check_model(model)
     check_family(family)
@@ -303,7 +314,10 @@ def solve(shape, family: str, gpu: GPU, params: ParamSet, model: str = DEFAULT_M
     t0 = time.perf_counter()
     sk = skeleton(space, model, gpu.smem_per_block)
     C = consts(shp, family, gpu, params)
-    tab = pipelined_table(shp, space, params, sk.index) if model == "ws-pipelined" else None
+    tab = None
+    if model == "ws-pipelined":
+        ok = table is not None and table.shape == shp and table.space == space and table.index == sk.index
+        tab = table if ok else pipelined_table(shp, space, params, sk.index)
     pr = _prune(C, space, sk, model, tab, fix, runner_up, wave_end) if prune else None
     lines = encode_text(C, sk, model, fix, wave_end, tab, keep=pr.keep if pr else None)
     objectives = [_zv("time"), _zv("wait")] + ([_zv("vol")] if model == "ws-pipelined" else []) + [_zv("rank")]
