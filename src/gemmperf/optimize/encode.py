@@ -39,7 +39,10 @@ order. Variables:
   configuration with its time and wait.
 
 Pruned (``keep``, an ``encode.Kept``): only the kept configurations' classes, groups and
-stages get lines, and one assertion restricts (cls, raster, pers, b) to them.
+stages get lines, and one assertion restricts (cls, raster, pers, b) to them; per class,
+the values of the integer divisions (ws-stage's S and W, ws-persistent's fw and rem) are
+asserted too: implied by the lines above (a wrong value would make the encoding unsat,
+never change its optimum), they spare Z3 the integer search.
 
 About 8 + 2*#classes assertions (ws-pipelined: about #classes*(1 + 3*#rasters) + #stages
 + 8) and about 20 variables; K changes constants only.
@@ -231,6 +234,8 @@ def _encode_stage(C: Consts, sk: Skeleton, wave_end: str, keep: Kept | Every) ->
         Ss.add(d["S"])
         L.append(f"(assert (=> (= cls {i}) (and (= tiles {d['tiles']}) (= L {_num(d['L'])}) "
                  f"(= Tm {_num(d['Tm'])}) (>= (* S {TK}) {C.k}) (< (* (- S 1) {TK}) {C.k}))))")
+        if isinstance(keep, Kept):  # implied: the integer divisions' values (saves Z3 the search)
+            L.append(f"(assert (=> (= cls {i}) (and (= S {d['S']}) (= W {d['W']}))))")
     L.append(f"(assert (and (>= (* W {C.sms}) tiles) (< (* (- W 1) {C.sms}) tiles)))")
     L.append(f"(assert (= P (ite (>= b 2) {_max('L', 'Tm')} (+ L Tm))))")
     for s in sorted(Ss):
@@ -260,6 +265,9 @@ def _encode_persistent(C: Consts, sk: Skeleton, keep: Kept | Every) -> list[str]
             f"(= mainloop (+ (* (to_real fw) {_num(d['fullwave'])}) rem_wave)) "
             f"(= last_epi (+ {epi} (* (to_real (ite (> rem 0) rem {F})) {st}))) "
             f"(= wait (- (+ first_dma mainloop) (* (to_real (+ fw (ite (> rem 0) 1 0))) math))))))")
+        if isinstance(keep, Kept):  # implied: the integer division's values (saves Z3 the search)
+            fw, rem = divmod(d["tiles"], F)
+            L.append(f"(assert (=> (= cls {i}) (and (= fw {fw}) (= rem {rem}))))")
     L.append(f"(assert (= time (+ {_num(C.t_init)} first_dma mainloop last_epi)))")
     return L
 
