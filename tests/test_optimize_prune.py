@@ -150,3 +150,30 @@ def test_tables_of_a_testlist_at_once_are_each_shapes():
                              pipelined_tables(shapes, space, pset, index)):
             assert (one.symbolic, one.max_dev, one.exact) == (many.symbolic, many.max_dev, many.exact)
             assert all((one.out[k] == many.out[k]).all() for k in one.out)
+
+
+def test_a_wrong_runner_up_claim_is_not_certified(monkeypatch):
+    """The optimum and runner-up are certified together; a runner-up claim that is not the
+    minimum outside the optimum's class fails the joint check and the answer is the plain
+    search's."""
+    from gemmperf.optimize.prune import Pruned
+
+    pset = ParamSet(H100)
+    real = Pruned.hints
+
+    def wrong(self, other_than=None):
+        if other_than is None:
+            return real(self)
+        worst = max((v for v in self.cands.values() if v[4] != other_than), key=lambda v: v[:4], default=None)
+        if worst is None:
+            return None
+        return [worst[0], worst[1]] + ([worst[2]] if self.model == "ws-pipelined" else []) + [worst[3]]
+
+    calls, real_runner_up = [], S._runner_up
+    monkeypatch.setattr(Pruned, "hints", wrong)
+    monkeypatch.setattr(S, "_runner_up", lambda *a, **k: calls.append(1) or real_runner_up(*a, **k))
+    for model in MODELS:
+        for shape in (Shape(4096, 4096, 4096), Shape(1, 4096, 4096)):
+            _same(solve(shape, "ws-hopper", H100, pset, model), solve(shape, "ws-hopper", H100, pset, model,
+                                                                       prune=False))
+    assert calls  # the joint check failed somewhere and the separate search ran

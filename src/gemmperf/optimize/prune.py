@@ -65,6 +65,11 @@ class Pruned:
     cands: dict
     model: str
 
+    def best_class(self) -> int:
+        """The tile class (index) of the claimed optimum."""
+        rank = self.hints()[-1]
+        return next(v[4] for v in self.cands.values() if v[3] == rank)
+
     def hints(self, other_than: int | None = None) -> list | None:
         """The objectives' minima (time, wait[, vol], rank) over the kept candidates, outside
         class ``other_than`` if given: the values Z3 is asked to certify."""

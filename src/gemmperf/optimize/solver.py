@@ -96,36 +96,63 @@ def _const(obj, v: Fraction):
     return z3.IntVal(v.numerator) if obj.is_int() else z3.RealVal(str(v))
 
 
-def _certify(solver: z3.Solver, objectives: list, hints: list, tie_tol: Fraction, n_tol: int):
-    """lex_minimize's answer where its minima are claimed by ``hints``: one unsat check that
-    no configuration is lexicographically better (with the tie tolerance), one sat check
-    for the configuration holding every objective at its minimum, and, where the tolerance
-    lets that one's time or wait differ from the claimed minimum, a sat check that the
-    minimum is attained. The model, or None where the claim fails."""
+def _claim(objectives: list, hints: list, tie_tol: Fraction, n_tol: int) -> tuple[list, list, list]:
+    """(values, hold, better) of a claim that ``hints`` are the lexicographic minima: hold
+    keeps each objective at its minimum (within the tie tolerance for the first n_tol),
+    better[n] is a configuration beating the claim at objective n."""
     vals = [_const(o, h) for o, h in zip(objectives, hints)]
     slack = z3.RealVal(str(tie_tol * abs(Fraction(hints[0]))))
     hold = [o <= v + slack if n < n_tol and tie_tol else o == v for n, (o, v) in enumerate(zip(objectives, vals))]
-    better = [z3.And(*hold[:n], o < v) for n, (o, v) in enumerate(zip(objectives, vals))]
+    return vals, hold, [z3.And(*hold[:n], o < v) for n, (o, v) in enumerate(zip(objectives, vals))]
+
+
+def _check(solver: z3.Solver, *facts) -> z3.ModelRef | bool:
+    """check() with ``facts`` in a scope: the model if sat, else False."""
     solver.push()
-    solver.add(z3.Or(*better))
-    proved = solver.check() == z3.unsat
+    solver.add(*facts)
+    m = solver.model() if solver.check() == z3.sat else False
     solver.pop()
-    if not proved:
-        return None
-    solver.push()
-    solver.add(*hold)
-    m = solver.model() if solver.check() == z3.sat else None
-    solver.pop()
-    for n in range(n_tol if tie_tol and m is not None else 0):
-        o, v = objectives[n], vals[n]
-        if _frac(m.eval(o, model_completion=True)) != Fraction(hints[n]):
-            solver.push()
-            solver.add(*hold[:n], o == v)
-            attained = solver.check() == z3.sat
-            solver.pop()
-            if not attained:
-                return None
     return m
+
+
+def _witness(solver, objectives: list, hints: list, claim: tuple, tie_tol, n_tol: int, extra: tuple = ()):
+    """The configuration holding every objective at its claimed minimum, and, where the
+    tolerance lets its time or wait differ from the claimed minimum, a check that the
+    minimum is attained. The model, or None."""
+    vals, hold, _ = claim
+    m = _check(solver, *extra, *hold)
+    for n in range(n_tol if tie_tol and m else 0):
+        if _frac(m.eval(objectives[n], model_completion=True)) != Fraction(hints[n]):
+            if not _check(solver, *extra, *hold[:n], objectives[n] == vals[n]):
+                return None
+    return m or None
+
+
+def _certify(solver: z3.Solver, objectives: list, hints: list, tie_tol: Fraction, n_tol: int):
+    """lex_minimize's answer where its minima are claimed by ``hints``: one unsat check that
+    no configuration is lexicographically better (with the tie tolerance), then the
+    witness (``_witness``). The model, or None where the claim fails."""
+    claim = _claim(objectives, hints, tie_tol, n_tol)
+    if _check(solver, z3.Or(*claim[2])) is not False:
+        return None
+    return _witness(solver, objectives, hints, claim, tie_tol, n_tol)
+
+
+def _certify_pair(solver: z3.Solver, objectives: list, tol: dict, pruned: Pruned, cls: int):
+    """The optimum and the runner-up (best outside class ``cls``) claimed by ``pruned``,
+    with one unsat check for both claims: (model, runner-up model), or None where a
+    claim fails or there is no runner-up claim."""
+    hints, hints_ru = pruned.hints(), pruned.hints(other_than=cls)
+    if hints_ru is None:
+        return None
+    tie_tol, n_tol = tol.get("tie_tol", Fraction(0)), tol.get("n_tol", 0)
+    claim, claim_ru = _claim(objectives, hints, tie_tol, n_tol), _claim(objectives, hints_ru, tie_tol, n_tol)
+    other = _zv("cls") != cls
+    if _check(solver, z3.Or(*claim[2], z3.And(other, z3.Or(*claim_ru[2])))) is not False:
+        return None
+    m = _witness(solver, objectives, hints, claim, tie_tol, n_tol)
+    r = _witness(solver, objectives, hints_ru, claim_ru, tie_tol, n_tol, (other,)) if m is not None else None
+    return None if r is None or m.eval(_zv("cls"), model_completion=True).as_long() != cls else (m, r)
 
 
 def lex_minimize(solver: z3.Solver, objectives: list, tie_tol: Fraction = Fraction(0),
@@ -323,16 +350,25 @@ def solve(shape, family: str, gpu: GPU, params: ParamSet, model: str = DEFAULT_M
     objectives = [_zv("time"), _zv("wait")] + ([_zv("vol")] if model == "ws-pipelined" else []) + [_zv("rank")]
     tol = dict(tie_tol=TIE_TOL, n_tol=2) if model == "ws-pipelined" else {}
     with _solver(lines, shared=prune) as solver:
-        solver.push()
-        zm = lex_minimize(solver, objectives, **tol, hints=pr.hints() if pr else None)
-        solver.pop()
+        both = None
+        if pr is not None and runner_up and len(sk.classes) > 1:
+            both = _certify_pair(solver, objectives, tol, pr, pr.best_class())
+        if both is None:
+            solver.push()
+            zm = lex_minimize(solver, objectives, **tol, hints=pr.hints() if pr else None)
+            solver.pop()
+        else:
+            zm = both[0]
         if zm is None:
             raise UserError(explain_unsat(family, shp.dtype, gpu, fix))
         cfg = _decode(zm, family, shp.dtype)
         t_ex, w_ex = _val(zm, _zv("time")), _val(zm, _zv("wait"))
         solve_s = time.perf_counter() - t0
         ru, ru_s = None, 0.0
-        if runner_up and len(sk.classes) > 1:
+        if both is not None:
+            zr = both[1]
+            ru = RunnerUp(_decode(zr, family, shp.dtype), float(_val(zr, _zv("time"))), float(_val(zr, _zv("wait"))))
+        elif runner_up and len(sk.classes) > 1:
             ru, ru_s = _runner_up(solver, objectives, tol, sk.index[class_key(cfg)], family, shp.dtype, pr)
     bd = breakdown_of(tab.out, tab.space.index(cfg), model) if tab is not None else \
         breakdown(cfg, shp, params, model, wave_end)
