@@ -31,8 +31,9 @@ model's constants of their classes and groups: ``encode.Kept``).
 ws-stage and ws-persistent compare exact rationals.
 
 Z3 then certifies over the kept classes (``solver.lex_minimize`` with ``hints``): the
-exhaustive choice among them is only a claim; one unsat check proves that no kept
-configuration is lexicographically better, and sat checks that its values are attained.
+exhaustive choices among them (the optimum, and the runner-up outside the optimum's
+class) are only claims; one unsat check proves that no kept configuration is
+lexicographically better than either, and sat checks that their values are attained.
 Where the claim fails, the linear search runs as without it. ``tests/test_optimize.py``
 checks pruned Z3 == unpruned Z3 == exhaustive, and the dropping rule.
 """

@@ -33,8 +33,9 @@ lexicographic priorities, and gives the same optima. Z3 runs single-threaded.
 By default (``prune=True``) the configurations whose closed-form time rules them out as
 optimum and runner-up are left out of the encoding, and the search starts at the
 exhaustive choice among the rest: one unsat check proves that no kept configuration is
-lexicographically better, one sat check returns it (``_certify``; where the claim fails,
-the linear search above runs). prune.py argues why the answer is that of the whole space;
+lexicographically better than the claimed optimum, nor, outside its tile class, than the
+claimed runner-up, and one sat check each returns them (``_certify_pair``; ``_certify``
+for one claim; where a claim fails, the linear search above runs). prune.py argues why the answer is that of the whole space;
 ``prune=False`` is the plain path (every configuration, the linear search), kept for
 comparison (``benchmarks/optimize_speed.py``). The pruned path asserts each shape's lines
 in a scope of one process-wide solver whose variables are declared once.
