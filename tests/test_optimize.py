@@ -80,7 +80,7 @@ def test_z3_equals_exhaustive_every_shipped_shape_ws_hopper(pset, model):
 def test_z3_equals_exhaustive_other_families_sample(pset, family, model):
     """The other families on a deterministic sample: every testlist's first and last
     shapes and every 8th shape of the union (every 16th for ws-pipelined, whose
-    per-shape table costs more; ``benchmarks/optimize_speed.py --agree`` runs them all)."""
+    per-shape table costs more; ``benchmarks/optimize_speed.py`` checks them all)."""
     shapes = all_shapes()
     sample = shapes[::16 if model == "ws-pipelined" else 8]
     for path in TESTLISTS:

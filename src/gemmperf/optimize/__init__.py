@@ -7,12 +7,16 @@ Modules, by job:
   configuration space of a family, exact constants, tile classes and the tie-break rank;
 - ``evaluate``: the models' own float evaluate() over configurations of one shape;
 - ``exact``: ws-stage and ws-persistent in exact rationals, per tile class;
-- ``pipelined``: ws-pipelined's per-shape table, read off its evaluate();
-- ``encode``: the SMT-LIB encoding of one shape;
+- ``pipelined``: ws-pipelined's per-shape table, read off its evaluate() (a testlist's
+  tables from one call: ``pipelined_tables``);
+- ``encode``: the SMT-LIB encoding of one shape (of every configuration, or of those
+  ``prune`` keeps);
+- ``prune``: the configurations a closed-form bound rules out before Z3 sees them, and
+  the exhaustive choice among the rest that Z3 is asked to certify (soundness argued there);
 - ``solver``: lexicographic minimization, decoding, runner-up, ``solve`` and ``Solution``;
 - ``exhaustive``: the exhaustive references (exact and float) Z3 is tested against;
 - ``proof``: the Z3 proof of ws-stage's closed form;
-- ``tilings``: the tilings table of a testlist, with measured regret.
+- ``tilings``: the tilings table of a testlist, with measured regret and a progress bar.
 """
 
 from .exhaustive import exhaustive_exact, exhaustive_float

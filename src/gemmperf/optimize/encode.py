@@ -38,6 +38,12 @@ order. Variables:
   groups (about 10x faster on simt's 27 tiles). Tabled fallback: one line per
   configuration with its time and wait.
 
+Pruned (``keep``, an ``encode.Kept``): only the kept configurations' classes, groups and
+stages get lines, and one assertion restricts (cls, raster, pers, b) to them; per class,
+the values of the integer divisions (ws-stage's S and W, ws-persistent's fw and rem) are
+asserted too: implied by the lines above (a wrong value would make the encoding unsat,
+never change its optimum), they spare Z3 the integer search.
+
 About 8 + 2*#classes assertions (ws-pipelined: about #classes*(1 + 3*#rasters) + #stages
 + 8) and about 20 variables; K changes constants only.
 """
@@ -64,6 +70,7 @@ MODEL_VARS = {
                      ("BL", "Int"), ("A", "Real"), ("D", "Real"), ("qF", "Real"), ("qL", "Real"),
                      ("PkF", "Real"), ("PkL", "Real"), ("vol", "Int")),
 }
+ALL_VARS = CHOICE_VARS + tuple(v for model_vars in MODEL_VARS.values() for v in model_vars)
 FIELD_VAR = {"tile_m": "tm", "tile_n": "tn", "tile_k": "tk", "cluster_m": "cm", "cluster_n": "cn",
              "stages": "b", "persistent": "pers", "raster": "raster"}
 
@@ -97,7 +104,52 @@ class Skeleton:
     index: dict
     bmax: int
     pref: bool
-    lines: list
+    head: list  # declarations, domains
+    per_class: list  # one legality line per class
+    rank: str  # the tie rank's definition
+
+    @property
+    def lines(self) -> list[str]:
+        return self.head + self.per_class + [self.rank]
+
+    def kept(self, keep: Kept | None) -> list[str]:
+        """The lines for the configurations ``keep`` only (all where None): the legality of
+        their classes, and (cls, raster, persistent, stages) restricted to them."""
+        if keep is None:
+            return self.lines
+        alts = [f"(and (= cls {i}) (= raster {r}) {_pers(p)} (or {' '.join(f'(= b {b})' for b in sorted(bs))}))"
+                for (i, r, p), bs in sorted(keep.groups.items())]
+        return self.head + [self.per_class[i] for i in keep.classes] + [self.rank, f"(assert (or {' '.join(alts)}))"]
+
+
+@dataclass
+class Kept:
+    """The configurations an encoding holds, by tile class index: ``classes`` (ascending),
+    ``groups`` {(class, raster code, persistent): {stages}} and ``configs``."""
+
+    classes: list
+    groups: dict
+    configs: set
+
+    @classmethod
+    def of(cls, configs, index: dict) -> "Kept":
+        groups: dict = {}
+        for c in configs:
+            groups.setdefault((index[class_key(c)], RASTER_CODE[c.raster], bool(c.persistent)), set()).add(c.stages)
+        return cls(sorted({g[0] for g in groups}), groups, set(configs))
+
+    def has(self, group: tuple) -> bool:
+        return group in self.groups
+
+
+class Every:
+    """Every configuration of a skeleton (the unpruned encoding)."""
+
+    def __init__(self, sk: "Skeleton"):
+        self.classes = list(range(len(sk.classes)))
+
+    def has(self, group: tuple) -> bool:
+        return True
 
 
 _SKELETONS: dict[tuple, Skeleton] = {}
@@ -135,10 +187,11 @@ def skeleton(space: list[KernelConfig], model: str, smem_limit: int) -> Skeleton
     if sk is not None:
         return sk
     rp = rank_parts(space, model)
-    lines = [f"(declare-const {n} {t})" for n, t in CHOICE_VARS + MODEL_VARS[model]]
-    lines += [f"(assert (and (>= cls 0) (< cls {len(rp.classes)}) (>= raster 0) (<= raster 2) (>= b 1)))"]
+    head = [f"(declare-const {n} {t})" for n, t in CHOICE_VARS + MODEL_VARS[model]]
+    head += [f"(assert (and (>= cls 0) (< cls {len(rp.classes)}) (>= raster 0) (<= raster 2) (>= b 1)))"]
     by_class: dict[int, set] = {}
     first: dict[int, KernelConfig] = {}
+    per_class: list[str] = []
     for c in space:
         i = rp.index[class_key(c)]
         by_class.setdefault(i, set()).add((c.stages, c.persistent, RASTER_CODE[c.raster]))
@@ -147,10 +200,10 @@ def skeleton(space: list[KernelConfig], model: str, smem_limit: int) -> Skeleton
         bs = sorted({a[0] for a in by_class[i]})
         body = [f"(= tm {TM})", f"(= tn {TN})", f"(= tk {TK})", f"(= cm {CM})", f"(= cn {CN})"]
         body += _class_choices(by_class[i], bs) + _smem_budget(first[i], bs, smem_limit)
-        lines.append(f"(assert (=> (= cls {i}) (and {' '.join(body)})))")
+        per_class.append(f"(assert (=> (= cls {i}) (and {' '.join(body)})))")
     pk = f"(ite (= pers {'true' if rp.pref else 'false'}) 0 1)"
-    lines.append(f"(assert (= rank (+ (* (+ (* (+ (* cls {rp.bmax + 1}) (- {rp.bmax} b)) 2) {pk}) 3) raster)))")
-    sk = Skeleton(rp.classes, rp.index, rp.bmax, rp.pref, lines)
+    rank = f"(assert (= rank (+ (* (+ (* (+ (* cls {rp.bmax + 1}) (- {rp.bmax} b)) 2) {pk}) 3) raster)))"
+    sk = Skeleton(rp.classes, rp.index, rp.bmax, rp.pref, head, per_class, rank)
     if len(_SKELETONS) > 256:
         _SKELETONS.clear()
     _SKELETONS[key] = sk
@@ -172,14 +225,17 @@ def _pins(fix: dict | None) -> list[str]:
     return L
 
 
-def _encode_stage(C: Consts, sk: Skeleton, wave_end: str) -> list[str]:
+def _encode_stage(C: Consts, sk: Skeleton, wave_end: str, keep: Kept | Every) -> list[str]:
     L, Ws, Ss = [], set(), set()
-    for i, (TM, TN, TK, CM, CN) in enumerate(sk.classes):
+    for i in keep.classes:
+        TM, TN, TK, CM, CN = sk.classes[i]
         d = stage_class(C, TM, TN, TK)
         Ws.add(d["W"])
         Ss.add(d["S"])
         L.append(f"(assert (=> (= cls {i}) (and (= tiles {d['tiles']}) (= L {_num(d['L'])}) "
                  f"(= Tm {_num(d['Tm'])}) (>= (* S {TK}) {C.k}) (< (* (- S 1) {TK}) {C.k}))))")
+        if isinstance(keep, Kept):  # implied: the integer divisions' values (saves Z3 the search)
+            L.append(f"(assert (=> (= cls {i}) (and (= S {d['S']}) (= W {d['W']}))))")
     L.append(f"(assert (and (>= (* W {C.sms}) tiles) (< (* (- W 1) {C.sms}) tiles)))")
     L.append(f"(assert (= P (ite (>= b 2) {_max('L', 'Tm')} (+ L Tm))))")
     for s in sorted(Ss):
@@ -193,11 +249,11 @@ def _encode_stage(C: Consts, sk: Skeleton, wave_end: str) -> list[str]:
     return L
 
 
-def _encode_persistent(C: Consts, sk: Skeleton) -> list[str]:
+def _encode_persistent(C: Consts, sk: Skeleton, keep: Kept | Every) -> list[str]:
     epi = _num(C.t_epi)
     L = ["(assert (and (>= fw 0) (>= rem 0)))"]
-    for i, key in enumerate(sk.classes):
-        d = persistent_class(C, *key)
+    for i in keep.classes:
+        d = persistent_class(C, *sk.classes[i])
         F, ld, st, mth = d["F"], _num(d["ld"]), _num(d["st"]), _num(d["math"])
         r = "(to_real rem)"
         rw = _max(_max(f"(* {r} {ld})", "math"), f"(+ {epi} (* {r} {st}))")
@@ -209,34 +265,41 @@ def _encode_persistent(C: Consts, sk: Skeleton) -> list[str]:
             f"(= mainloop (+ (* (to_real fw) {_num(d['fullwave'])}) rem_wave)) "
             f"(= last_epi (+ {epi} (* (to_real (ite (> rem 0) rem {F})) {st}))) "
             f"(= wait (- (+ first_dma mainloop) (* (to_real (+ fw (ite (> rem 0) 1 0))) math))))))")
+        if isinstance(keep, Kept):  # implied: the integer division's values (saves Z3 the search)
+            fw, rem = divmod(d["tiles"], F)
+            L.append(f"(assert (=> (= cls {i}) (and (= fw {fw}) (= rem {rem}))))")
     L.append(f"(assert (= time (+ {_num(C.t_init)} first_dma mainloop last_epi)))")
     return L
 
 
-def _encode_pipelined_tabled(sk: Skeleton, tab: PipeTable) -> list[str]:
+def _encode_pipelined_tabled(sk: Skeleton, tab: PipeTable, keep: Kept | Every) -> list[str]:
     L = []
-    for c, (t, w) in tab.exact.items():
+    js = range(len(tab.space)) if isinstance(keep, Every) else [j for j, c in enumerate(tab.space) if c in keep.configs]
+    for c, (t, w) in tab.exact_of(js).items():
         i = sk.index[class_key(c)]
         cond = f"(= cls {i}) (= raster {RASTER_CODE[c.raster]}) {_pers(c.persistent)} (= b {c.stages})"
         L.append(f"(assert (=> (and {cond}) (and (= time {_num(t)}) (= wait {_num(w)}) "
-                 f"(= vol {tab.classes[i]['vol']}))))")
+                 f"(= vol {tab.entry(i)['vol']}))))")
     return L
 
 
-def _encode_pipelined(sk: Skeleton, tab: PipeTable) -> list[str]:
+def _encode_pipelined(sk: Skeleton, tab: PipeTable, keep: Kept | Every) -> list[str]:
     """ws-pipelined lines (symbolic): see the module doc."""
     if not tab.symbolic:
-        return _encode_pipelined_tabled(sk, tab)
+        return _encode_pipelined_tabled(sk, tab, keep)
     L = []
-    for i, d in sorted(tab.classes.items()):
+    for i in keep.classes:
+        d = tab.entry(i)
         terms = ["A"] + [f"(* {c}.0 {v})" for c, v in ((d["cF"], "PkF"), (d["cL"], "PkL")) if c]
         L.append(f"(assert (=> (= cls {i}) (and (= time (+ {' '.join(terms)} 0.0)) (= vol {d['vol']}))))")
         for r in sorted(d["per"]):
+            if not (keep.has((i, r, False)) or keep.has((i, r, True))):
+                continue
             (mF, lF, BF), (mL, lL, BL) = (period_parts(m, l) for m, l in d["per"][r])
             L.append(f"(assert (=> (and (= cls {i}) (= raster {r})) (and (= mF {_num(mF)}) (= lF {_num(lF)}) "
                      f"(= BF {BF}) (= mL {_num(mL)}) (= lL {_num(lL)}) (= BL {BL}))))")
             for p in (False, True):
-                if (r, p) not in d["A"]:
+                if (r, p) not in d["A"] or not keep.has((i, r, p)):
                     continue
                 a = d["A"][(r, p)]
                 # implied bound: the periods are at least m, so time >= A + cF*mF + cL*mL
@@ -244,7 +307,7 @@ def _encode_pipelined(sk: Skeleton, tab: PipeTable) -> list[str]:
                 floor = a + d["cF"] * mF + d["cL"] * mL
                 L.append(f"(assert (=> (and (= cls {i}) (= raster {r}) {_pers(p)}) "
                          f"(and (= A {_num(a)}) (= D {_num(d['D'][(r, p)])}) (>= time {_num(floor)}))))")
-    for v in tab.stages:
+    for v in tab.stages if isinstance(keep, Every) else sorted(set().union(*keep.groups.values())):
         L.append(f"(assert (=> (= b {v}) (and (= qF (/ lF {v}.0)) (= qL (/ lL {v}.0)))))")
     L.append("(assert (and (= PkF (ite (>= b BF) mF qF)) (= PkL (ite (>= b BL) mL qL))))")
     L.append("(assert (= wait (- time D)))")
@@ -252,19 +315,22 @@ def _encode_pipelined(sk: Skeleton, tab: PipeTable) -> list[str]:
 
 
 def encode_text(C: Consts, sk: Skeleton, model: str, fix: dict | None = None,
-                wave_end: str = "ours", tab: PipeTable | None = None) -> list[str]:
+                wave_end: str = "ours", tab: PipeTable | None = None, keep: Kept | None = None) -> list[str]:
     """SMT-LIB lines of one shape: the skeleton, pinned fields, the model's tables.
 
-    ws-pipelined needs ``tab`` (pipelined_table of the same shape and space)."""
+    ws-pipelined needs ``tab`` (pipelined_table of the same shape and space). ``keep``:
+    the configurations to encode, the choice restricted to them (default: every one; the
+    pruned solve passes those its bound could not rule out, see prune.py)."""
     check_model(model)
-    L = list(sk.lines) + _pins(fix)
+    L = sk.kept(keep) + _pins(fix)
+    keep = Every(sk) if keep is None else keep
     if model == "ws-stage":
-        return L + _encode_stage(C, sk, wave_end)
+        return L + _encode_stage(C, sk, wave_end, keep)
     if model == "ws-persistent":
-        return L + _encode_persistent(C, sk)
+        return L + _encode_persistent(C, sk, keep)
     if tab is None:
         raise ValueError("ws-pipelined: encode_text needs the shape's pipelined_table")
-    return L + _encode_pipelined(sk, tab)
+    return L + _encode_pipelined(sk, tab, keep)
 
 
 def encoding_size(lines: list[str]) -> tuple[int, int]:

@@ -78,10 +78,14 @@ def math_wait(out: dict[str, np.ndarray], model: str) -> np.ndarray:
     return out["first_dma_us"] + out["mainloop_us"] - out["waves"] * out["wave_math_us"]
 
 
+def breakdown_of(out: dict[str, np.ndarray], j: int, model: str) -> dict:
+    """Row ``j`` of evaluate()'s outputs as plain numbers, the limiter by name."""
+    res = {k: (int(a[j]) if np.issubdtype(a.dtype, np.integer) else float(a[j])) for k, a in out.items()
+           if k != "limiter"}
+    res["limiter"] = get_model(model).LIMITERS[int(out["limiter"][j])]
+    return res
+
+
 def breakdown(config: KernelConfig, shape: Shape, pset: ParamSet, model: str, wave_end: str = "ours") -> dict:
     """The model's own float ``evaluate`` on one configuration, as plain numbers."""
-    out = evaluate_space(shape, [config], pset, model, wave_end)
-    lim = out.pop("limiter")
-    res = {k: (int(a[0]) if np.issubdtype(a.dtype, np.integer) else float(a[0])) for k, a in out.items()}
-    res["limiter"] = get_model(model).LIMITERS[int(lim[0])]
-    return res
+    return breakdown_of(evaluate_space(shape, [config], pset, model, wave_end), 0, model)

@@ -6,19 +6,22 @@ are restated here rather than run through the models' numpy ``evaluate`` on Frac
 object arrays because the models mix in float literals (``2.0 * tile_m * ...``,
 ``1.0 - l2_hit_rate``) and cast outputs with ``astype(np.float64)``: a Fraction combined
 with a float becomes a float, so the exact values (and thus exact tie decisions) would be
-lost. ``tests/test_optimize.py`` checks these against the models' own float evaluate() on
+lost. The per-class constants are cached per (constants, class): the encoding, the
+pruning and the exhaustive reference of one shape compute them once. ``tests/test_optimize.py`` checks these against the models' own float evaluate() on
 every shipped shape (same optimum within 1e-9).
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 
 from ..models.columns import ceil_div
 from ..problem import KernelConfig
 from .space import Consts
 
 
+@lru_cache(maxsize=4096)
 def stage_class(C: Consts, tm: int, tn: int, tk: int) -> dict:
     """ws-stage constants of one tile (exact): output tiles, waves W, K stages S, per-stage
     load times ta, tb (L = ta + tb) and multiply time Tm (us)."""
@@ -42,6 +45,7 @@ def stage_exact(C: Consts, tm, tn, tk, b, wave_end: str = "ours") -> tuple[Fract
     return W * wave + C.t_init, W * wait
 
 
+@lru_cache(maxsize=4096)
 def persistent_class(C: Consts, tm: int, tn: int, tk: int, cm: int, cn: int) -> dict:
     """ws-persistent constants of one tile class (exact): cluster-rounded tiles, the
     whole-cluster SM count F, per-SM DRAM time of a tile's K loop (ld) and first K block

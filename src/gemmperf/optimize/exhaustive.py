@@ -24,7 +24,7 @@ def _space_of(shape, family: str, gpu: GPU, space, dtype):
     return shp, [c for c in space if c.family == family and c.dtype == shp.dtype]
 
 
-def _pipelined_best(cands: list) -> tuple:
+def pipelined_best(cands: list) -> tuple:
     """The minimum of (time, wait, vol, rank, config) candidates where times and waits
     within TIE_TOL of the optimum time are ties, as solve() decides them."""
     t0 = min(x[0] for x in cands)
@@ -60,7 +60,7 @@ def exhaustive_exact(shape, family: str, gpu: GPU, params: ParamSet, model: str 
             t, w = cache[key]
         vol = padded_volume(shp, c) if model == "ws-pipelined" else 0
         cands.append((t, w, vol, tie_rank(c, rp), c))
-    best = _pipelined_best(cands) if model == "ws-pipelined" else min(cands, key=lambda x: x[:4])
+    best = pipelined_best(cands) if model == "ws-pipelined" else min(cands, key=lambda x: x[:4])
     return best[4], best[0], best[1]
 
 

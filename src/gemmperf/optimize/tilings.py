@@ -17,6 +17,9 @@ Search space per row (``space``): "legal" is the family's whole legal space;
 measured time and the regret is defined); "auto" (the default) is "measured" where the
 shape has measurements and "legal" elsewhere. The ``space`` column says which one.
 
+A progress bar over the shapes (``gemmperf.progress.bar``) shows where a long testlist
+stands; a shape listed twice is solved once.
+
 If NVIDIA's ``nvidia-matmul-heuristics`` package imports (an optional extra, never
 required), its top configuration and runtime estimate are added as nvmmh_* columns.
 """
@@ -30,7 +33,10 @@ from ..hardware import GPU
 from ..kernels import families_on, get_family
 from ..params import ParamSet
 from ..problem import FAMILIES, KernelConfig, Shape
+from ..progress import bar
 from ..tables import TILING_COLUMNS, valid_rows
+from .encode import skeleton
+from .pipelined import pipelined_tables
 from .solver import solve
 from .space import DEFAULT_MODEL, family_space
 
@@ -169,36 +175,71 @@ def tilings_table(shapes: list[Shape], gpu: GPU, pset: ParamSet, families: list[
         for key, part in meas.partition_by(["m", "n", "k", "family", "dtype"], as_dict=True).items():
             by_shape[key] = part
     use_nv = nvmmh_available() if nvmmh is None else nvmmh
-    rows = []
-    for shape in shapes:
-        for fam in fams:
-            d = get_family(fam).dtype_for(dtype or shape.dtype)
-            shp = Shape(shape.m, shape.n, shape.k, d)
-            m_rows = by_shape.get((shp.m, shp.n, shp.k, fam, d))
-            cand, label = None, "legal"
-            if space in ("auto", "measured") and m_rows is not None and m_rows.height:
-                legal = set(family_space(fam, gpu, d))
-                cand = [c for c in (_config_of(r, fam, d) for r in m_rows.iter_rows(named=True)) if c in legal]
-                label = "measured"
-                if not cand:
-                    cand, label = None, "legal"
-            elif space == "measured":
-                label = "legal"  # nothing measured for this shape: the legal space
-            sol = solve(shp, fam, gpu, pset, model, space=cand, runner_up=runner_up)
-            c, r = sol.config, sol.runner_up
-            row = {"m": shp.m, "n": shp.n, "k": shp.k, "dtype": d, "family": fam, "model": model,
-                   **{k: getattr(c, k) for k in TILING_COLUMNS},
-                   "predicted_us": sol.predicted_us, "math_wait_us": sol.math_wait_us,
-                   "limiter": sol.breakdown.get("limiter"),
-                   "runner_up_tile": None if r is None else
-                   f"{r.config.tile_m}x{r.config.tile_n}x{r.config.tile_k}",
-                   "runner_up_stages": None if r is None else r.config.stages,
-                   "runner_up_us": None if r is None else r.predicted_us,
-                   "solve_s": sol.solve_s, "runner_up_s": sol.runner_up_s,
-                   "space": label, "n_configs": sol.n_configs}
-            row.update(regret_row(c, m_rows))
-            if use_nv:
-                row.update(nvmmh_top(shp, gpu) or {"nvmmh_cta": None, "nvmmh_cluster": None, "nvmmh_stages": None,
-                                                   "nvmmh_kernel": None, "nvmmh_runtime_us": None})
-            rows.append(row)
+    rows, done = [], {}
+    with bar(total=len(shapes), desc=f"optimize {model}", unit="shape") as progress:
+        for lo in range(0, len(shapes), CHUNK):
+            jobs = [_job(shape, fam, dtype, gpu, space, by_shape) for shape in shapes[lo:lo + CHUNK] for fam in fams]
+            tables = _legal_tables(jobs, gpu, pset, model, done)
+            for shp, fam, cand, label, m_rows in jobs:
+                key = (shp, fam, None if cand is None else tuple(cand))
+                sol = done.get(key) or solve(shp, fam, gpu, pset, model, space=cand, runner_up=runner_up,
+                                             table=tables.get((shp, fam)))
+                done[key] = sol  # a shape listed twice is solved once
+                rows.append(_row(sol, label, m_rows, gpu, use_nv))
+            progress.update(len(shapes[lo:lo + CHUNK]))
     return pl.DataFrame(rows, infer_schema_length=None)
+
+
+CHUNK = 32  # shapes whose ws-pipelined tables are built in one evaluate() call
+
+
+def _job(shape: Shape, fam: str, dtype: str | None, gpu: GPU, space: str, by_shape: dict) -> tuple:
+    """(shape in the family's dtype, family, searched configurations (None: the legal
+    space), the space's label, the shape's measured rows) of one table row."""
+    d = get_family(fam).dtype_for(dtype or shape.dtype)
+    shp = Shape(shape.m, shape.n, shape.k, d)
+    m_rows = by_shape.get((shp.m, shp.n, shp.k, fam, d))
+    cand, label = None, "legal"
+    if space in ("auto", "measured") and m_rows is not None and m_rows.height:
+        legal = set(family_space(fam, gpu, d))
+        cand = [c for c in (_config_of(r, fam, d) for r in m_rows.iter_rows(named=True)) if c in legal]
+        label = "measured"
+        if not cand:
+            cand, label = None, "legal"
+    return shp, fam, cand, label, m_rows
+
+
+def _legal_tables(jobs: list, gpu: GPU, pset: ParamSet, model: str, done: dict) -> dict:
+    """ws-pipelined: the tables of the jobs that search the legal space, one evaluate()
+    call per family and dtype ({(shape, family): PipeTable})."""
+    if model != "ws-pipelined":
+        return {}
+    todo: dict = {}
+    for shp, fam, cand, _, _ in jobs:
+        if cand is None and (shp, fam, None) not in done:
+            todo.setdefault((fam, shp.dtype), []).append(shp)
+    out = {}
+    for (fam, d), shps in todo.items():
+        space = family_space(fam, gpu, d)
+        index = skeleton(space, model, gpu.smem_per_block).index
+        shps = list(dict.fromkeys(shps))
+        out.update({(s, fam): t for s, t in zip(shps, pipelined_tables(shps, space, pset, index))})
+    return out
+
+
+def _row(sol, label: str, m_rows, gpu: GPU, use_nv: bool) -> dict:
+    shp, c, r = sol.shape, sol.config, sol.runner_up
+    row = {"m": shp.m, "n": shp.n, "k": shp.k, "dtype": shp.dtype, "family": sol.family, "model": sol.model,
+           **{k: getattr(c, k) for k in TILING_COLUMNS},
+           "predicted_us": sol.predicted_us, "math_wait_us": sol.math_wait_us,
+           "limiter": sol.breakdown.get("limiter"),
+           "runner_up_tile": None if r is None else f"{r.config.tile_m}x{r.config.tile_n}x{r.config.tile_k}",
+           "runner_up_stages": None if r is None else r.config.stages,
+           "runner_up_us": None if r is None else r.predicted_us,
+           "solve_s": sol.solve_s, "runner_up_s": sol.runner_up_s,
+           "space": label, "n_configs": sol.n_configs}
+    row.update(regret_row(c, m_rows))
+    if use_nv:
+        row.update(nvmmh_top(shp, gpu) or {"nvmmh_cta": None, "nvmmh_cluster": None, "nvmmh_stages": None,
+                                           "nvmmh_kernel": None, "nvmmh_runtime_us": None})
+    return row
