@@ -22,8 +22,36 @@ ROW, COLUMN = RASTER_IDS["row"], RASTER_IDS["column"]
 
 
 @dataclass(frozen=True)
+class Span:
+    """The wave of tiles t0 .. t0+a-1 and the panels it and the wave before it read
+    (integer arrays; ``wave_panels`` counts them)."""
+
+    t0: np.ndarray
+    a: np.ndarray  # active CTAs as given (0 for no wave)
+    a1: np.ndarray  # max(a, 1)
+    r_m: np.ndarray  # distinct A row panels of the wave
+    r_n: np.ndarray  # distinct B column panels of the wave
+    prev: np.ndarray  # a wave of a1 tiles ran before it (t0 >= a1)
+    p_m: np.ndarray  # panels of that previous wave
+    p_n: np.ndarray
+    u_m: np.ndarray  # panels of both waves together
+    u_n: np.ndarray
+
+    @classmethod
+    def of(cls, t0, a, tiles_m, tiles_n, raster) -> Span:
+        a1 = np.maximum(a, 1)
+        r_m, r_n = wave_panels(t0, a, tiles_m, tiles_n, raster)
+        before = np.maximum(t0 - a1, 0)
+        u_m, u_n = wave_panels(before, 2 * a1, tiles_m, tiles_n, raster)
+        p_m, p_n = wave_panels(before, a1, tiles_m, tiles_n, raster)
+        return cls(t0=t0, a=a, a1=a1, r_m=r_m, r_n=r_n, prev=t0 >= a1, p_m=p_m, p_n=p_n, u_m=u_m, u_n=u_n)
+
+
+@dataclass(frozen=True)
 class Grid:
-    """Tiles and waves of a launch with one CTA per SM (all fields are arrays)."""
+    """Tiles, waves and the panels the waves read, for a launch with one CTA per SM (all
+    fields are arrays or Spans of arrays). It depends on the integer inputs only (sizes,
+    tiling, raster, SMs), so a fit that varies the constants computes it once."""
 
     k_blocks: np.ndarray  # S
     tiles_m: np.ndarray
@@ -36,9 +64,15 @@ class Grid:
     n_waves: np.ndarray  # F + [R > 0]
     useful: np.ndarray  # M*N*K over the padded tiles' extent
     useful_ab: np.ndarray  # share of a CTA's A and B box bytes inside the matrices
+    d_m: np.ndarray  # launch-order distance between users of an A panel (reuse_distance)
+    d_n: np.ndarray  # ... of a B panel
+    first: Span  # the first wave: tiles 0 .. first_a - 1
+    full: Span  # a full wave from tile 0 (P CTAs)
+    later: Span  # the second full wave where F > 1 (stands for every later one), else ``full``
+    last: Span  # the last wave: F*P .. F*P + last_a - 1
 
     @classmethod
-    def of(cls, m, n, k, tile_m, tile_n, tile_k, sms) -> Grid:
+    def of(cls, m, n, k, tile_m, tile_n, tile_k, sms, raster) -> Grid:
         s = ceil_div(k, tile_k)
         tiles_m, tiles_n = ceil_div(m, tile_m), ceil_div(n, tile_n)
         tiles = tiles_m * tiles_n
@@ -47,9 +81,17 @@ class Grid:
         # TMA skips what overhangs M, N and K
         useful_ab = ((m / (tiles_m * tile_m)) * tile_m + (n / (tiles_n * tile_n)) * tile_n) \
             / (tile_m + tile_n) * (k / (s * tile_k))
+        first_a, last_a = np.minimum(tiles, sms), np.where(rem > 0, rem, sms)
+        d_m, d_n = reuse_distance(tiles_m, tiles_n, raster)
+        zero = np.zeros_like(tiles)
+
+        def span(t0, a):
+            return Span.of(t0, a, tiles_m, tiles_n, raster)
+
         return cls(k_blocks=s, tiles_m=tiles_m, tiles_n=tiles_n, tiles=tiles, full_waves=full_waves,
-                   rem=rem, first_a=np.minimum(tiles, sms), last_a=np.where(rem > 0, rem, sms),
-                   n_waves=full_waves + (rem > 0), useful=useful, useful_ab=useful_ab)
+                   rem=rem, first_a=first_a, last_a=last_a, n_waves=full_waves + (rem > 0), useful=useful,
+                   useful_ab=useful_ab, d_m=d_m, d_n=d_n, first=span(zero, first_a), full=span(zero, sms),
+                   later=span(np.where(full_waves > 1, sms, 0), sms), last=span(full_waves * sms, last_a))
 
 
 def wave_panels(t0, a, tiles_m, tiles_n, raster):
@@ -102,21 +144,27 @@ def wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_by
         1 - (M + N)*K / (T * (TM + TN) * S * TK).
     Panels count their useful rows only: TMA never loads the rows of a tile that overhang
     the matrix (M = 1 with TM = 64), so those are no hits."""
+    return span_hit_rate(Span.of(t0, a, tiles_m, tiles_n, raster), tiles_m, tiles_n, raster, tile_m, tile_n, tile_k,
+                         in_bytes, l2e, window_kblocks, m, n, k, s, skew_kblocks,
+                         reuse_distance(tiles_m, tiles_n, raster))
+
+
+def span_hit_rate(w: Span, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_bytes, l2e, window_kblocks,
+                  m, n, k, s, skew_kblocks, distance):
+    """``wave_hit_rate`` of the wave ``w`` whose panels are counted already; ``distance``:
+    (d_m, d_n) of ``reuse_distance``."""
     tile_m = np.minimum(tile_m, m / np.maximum(tiles_m, 1))
     tile_n = np.minimum(tile_n, n / np.maximum(tiles_n, 1))
-    r_m, r_n = wave_panels(t0, a, tiles_m, tiles_n, raster)
-    a1 = np.maximum(a, 1)
+    r_m, r_n, a1 = w.r_m, w.r_n, w.a1
     unique = r_m * tile_m + r_n * tile_n
     per_kblock = unique * tile_k * in_bytes
-    d_m, d_n = reuse_distance(tiles_m, tiles_n, raster)
+    d_m, d_n = distance
     f_m = np.minimum(1.0, l2e / (per_kblock * (window_kblocks + skew_kblocks * d_m)))
     f_n = np.minimum(1.0, l2e / (per_kblock * (window_kblocks + skew_kblocks * d_n)))
     hits = (a1 - r_m) * tile_m * f_m + (a1 - r_n) * tile_n * f_n
-    prev = t0 >= a1
-    u_m, u_n = wave_panels(np.maximum(t0 - a1, 0), 2 * a1, tiles_m, tiles_n, raster)
-    p_m, p_n = wave_panels(np.maximum(t0 - a1, 0), a1, tiles_m, tiles_n, raster)
-    over_m = np.where(prev, np.maximum(p_m + r_m - u_m, 0), 0)
-    over_n = np.where(prev, np.maximum(p_n + r_n - u_n, 0), 0)
+    u_m, u_n = w.u_m, w.u_n
+    over_m = np.where(w.prev, np.maximum(w.p_m + r_m - u_m, 0), 0)
+    over_n = np.where(w.prev, np.maximum(w.p_n + r_n - u_n, 0), 0)
     f_x = np.minimum(1.0, l2e / ((u_m * tile_m + u_n * tile_n) * s * tile_k * in_bytes))
     hits = hits + (over_m * tile_m + over_n * tile_n) * f_x
     h = np.clip(hits / (a1 * (tile_m + tile_n)), 0.0, 1.0)
