@@ -51,9 +51,11 @@ rule fit_params:
 
 
 # Out-of-sample accuracy (grouped CV by shape + the held-out testlist); scores only.
-# The per-fold fits run on {threads} worker processes: 4 asked, which a local run lowers
-# to --cores and a cluster job gets as CPUs (workflow.cores is undefined under a profile
-# that sets only --jobs). The ablations are not part of it: rule score_ablations below.
+# The held-out split is scored with rule fit's params.json and correction.json (the fit on
+# every development row, made with the same flags) instead of refitting it; the per-fold
+# fits run on {threads} worker processes: 4 asked, which a local run lowers to --cores and
+# a cluster job gets as CPUs (workflow.cores is undefined under a profile that sets only
+# --jobs). The ablations are not part of it: rule score_ablations below.
 rule accuracy:
     output:
         accuracy="results/{gpu}/accuracy.json",
@@ -63,6 +65,8 @@ rule accuracy:
         hardware="results/{gpu}/hardware.json",
         microbench=microbench,
         measurements=all_measurements,
+        params="results/{gpu}/params.json",
+        correction="results/{gpu}/correction.json",
     threads: 4
     params:
         families=",".join(config["families"]),
@@ -77,7 +81,8 @@ rule accuracy:
         "gemmperf accuracy --gpu {input.hardware} --microbench {input.microbench}"
         " --measurements {input.measurements} --heldout {params.heldout}"
         " --families {params.families} --dtype {params.dtype} {params.residual}"
-        " {params.overrides} --no-ablations --jobs {threads} --out {output.accuracy}"
+        " {params.overrides} --params {input.params} --correction {input.correction}"
+        " --jobs {threads} --out {output.accuracy}"
         " --table {output.table} --predictions {output.predictions} > {log} 2>&1"
 
 
