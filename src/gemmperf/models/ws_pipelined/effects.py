@@ -13,8 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...kernels.family import pad_k
-from .geometry import Span, span_hit_rate
+from .geometry import Span, line_shares, span_hit_rate
 from .inputs import Inputs
 
 
@@ -29,8 +28,7 @@ def l2_reuse(x: Inputs, w: Span):
         return np.asarray(x.l2_hit_rate, dtype=np.float64)
     g = x.grid
     l2e = x.c.l2_effective_fraction * x.l2_bytes
-    return span_hit_rate(w, g.tiles_m, g.tiles_n, x.raster, x.tile_m, x.tile_n, x.tile_k, x.in_bytes, l2e,
-                         x.c.l2_window_kblocks, x.m, x.n, x.k, g.k_blocks, x.c.l2_skew_kblocks, (g.d_m, g.d_n))
+    return span_hit_rate(w.bytes, l2e, x.c.l2_window_kblocks, x.c.l2_skew_kblocks, g.d_m, g.d_n)
 
 
 def bandwidth_sharing(x: Inputs, w: Span, h, req, loaded, lines):
@@ -111,14 +109,17 @@ def sm_load_cap(x: Inputs, t_load, req):
 def line_factor(k, in_bytes, line_cost=1.0, sector_cost=0.0):
     """L2 requests per 128-byte box row, relative to an aligned one.
 
-    A and B rows are pad_k(K) elements apart, so the pitch p = pad_k(K)*b is a multiple
-    of 16 bytes but not always of the 128-byte line: row r starts at r*p mod 128, which is
-    0 for a share gcd(p, 128)/128 of the rows and on a 32-byte sector for a share
-    gcd(p, 32)/32. A row off its line straddles two lines (``line_cost`` extra requests);
-    one off its sector also spans 5 sectors and is split again (``sector_cost``):
+    With the shares of rows off their line and off their sector (geometry.line_shares:
+    the pitch between rows is pad_k(K)*b), a row off its line straddles two lines
+    (``line_cost`` extra requests); one off its sector also spans 5 sectors and is split
+    again (``sector_cost``):
         1 + line_cost * (1 - gcd(p, 128)/128) + sector_cost * (1 - gcd(p, 32)/32)."""
-    pitch = pad_k(np.asarray(k, dtype=np.int64)) * np.asarray(in_bytes).astype(np.int64)
-    return 1.0 + line_cost * (1.0 - np.gcd(pitch, 128) / 128.0) + sector_cost * (1.0 - np.gcd(pitch, 32) / 32.0)
+    return lines_of(*line_shares(k, in_bytes), line_cost, sector_cost)
+
+
+def lines_of(line_off, sector_off, line_cost, sector_cost):
+    """``line_factor`` from the shares of rows off their line and sector."""
+    return 1.0 + line_cost * line_off + sector_cost * sector_off
 
 
 def row_alignment(x: Inputs):
@@ -129,7 +130,7 @@ def row_alignment(x: Inputs):
     sector_split_cost. Off: lines = 1."""
     if not x.on.row_alignment:
         return 1.0
-    return line_factor(x.k, x.in_bytes, x.c.line_split_cost, x.c.sector_split_cost)
+    return lines_of(x.grid.line_off, x.grid.sector_off, x.c.line_split_cost, x.c.sector_split_cost)
 
 
 def ring_latency(x: Inputs):
@@ -200,6 +201,6 @@ def consumer_warpgroups(x: Inputs):
 
 def cta_bytes(x: Inputs):
     """(A bytes, B bytes) a CTA requests per k-block, block-scale factors included, after
-    cluster multicast: TM/cn * TK * (b + sf) and TN/cm * TK * (b + sf)."""
-    elem = x.in_bytes + x.sf_bytes_per_elem
-    return (x.tile_m / x.cluster_n) * x.tile_k * elem, (x.tile_n / x.cluster_m) * x.tile_k * elem
+    cluster multicast: TM/cn * TK * (b + sf) and TN/cm * TK * (b + sf) (geometry.cta_bytes,
+    in the grid)."""
+    return x.grid.a_bytes, x.grid.b_bytes

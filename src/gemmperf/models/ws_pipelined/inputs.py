@@ -93,22 +93,18 @@ class Inputs:
         values["persistent"] = values["persistent"].astype(bool)
         c = PipelinedConstants(**{name: values.pop(name) for name in CONSTANTS})
         if grid is None:
-            grid = Grid.of(*(values[name] for name in GRID_INPUTS))
+            grid = Grid.of(values)
         elif np.shape(grid.tiles) != np.shape(values["m"]):
             raise ValueError(f"ws-pipelined evaluate(): grid of shape {np.shape(grid.tiles)} for inputs of "
                              f"shape {np.shape(values['m'])}")
         return cls(**values, c=c, on=on, grid=grid)
 
 
-GRID_INPUTS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "sms", "raster")
-
-
 def grid_of(named: dict) -> Grid:
-    """The tile grid and wave panels of evaluate()'s named input arrays: integer inputs
-    only (GRID_INPUTS), so one grid serves every evaluation that varies the constants."""
-    values = np.broadcast_arrays(*(np.asarray(named[name]) for name in INPUTS))
-    ints = dict(zip(INPUTS, values))
-    return Grid.of(*(ints[name].astype(np.int64) for name in GRID_INPUTS))
+    """The tile grid, wave panels and request bytes of evaluate()'s named input arrays:
+    sizes, tiling, raster, SMs, element bytes, no parameter, so one grid serves every
+    evaluation that varies the parameters (a fit)."""
+    return Inputs.of(named, Switches()).grid
 
 
 ARRAYS = tuple(f.name for f in dataclasses.fields(Inputs) if f.name not in ("c", "on", "grid"))
