@@ -47,7 +47,8 @@ def test_bad_flags_are_one_line_naming_flag_and_value(capsys, tmp_path, argv, na
 
 def test_accuracy_params_from_another_fit_is_refused(capsys, tmp_path):
     params = tmp_path / "params.json"
-    params.write_text(json.dumps({**ParamSet(CATALOG[GPU]).to_dict(), "fit": {"gpu": GPU, "families": ["ws-hopper", "ws-ampere", "simt"], "dtype": "fp16"}}))
+    record = {"gpu": GPU, "families": ["ws-hopper", "ws-ampere", "simt"], "dtype": "fp16"}
+    params.write_text(json.dumps({**ParamSet(CATALOG[GPU]).to_dict(), "fit": record}))
     meas = tmp_path / "dev.csv"
     meas.write_text("m,n,k\n")
     code, _, err = run(capsys, "accuracy", "--gpu", GPU, "--measurements", str(meas), "--params", str(params),

@@ -227,7 +227,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--correction", help="gemmperf fit's correction.json (--correction-out) that goes with --params")
     p.add_argument("--no-residual", action="store_true", help="skip the residual correction")
     p.add_argument("--ablations", action="store_true",
-                   help="also refit ws-pipelined with each effect off (eleven refits per fold: ~10 min on 2 cores)")
+                   help="also refit ws-pipelined with each effect off (eleven more refits per fold and "
+                   "for the held-out split)")
     p.add_argument("--ablations-only", action="store_true",
                    help="score only ws-pipelined+fit (no correction) and its refits with each effect off; "
                    "the workflow's results/<gpu>/ablations.json")

@@ -172,7 +172,8 @@ def single_thread_blas():
 
 
 def fit_all(train: pl.DataFrame, pset: ParamSet, model_options: dict | None = None,
-            residual: bool = True, names=C.FIT_NAMES, progress: bool = False) -> tuple[ParamSet, Correction | None, dict]:
+            residual: bool = True, names=C.FIT_NAMES,
+            progress: bool = False) -> tuple[ParamSet, Correction | None, dict]:
     """Constants then correction, on training rows only; ``progress``: bars for both."""
     fitted, report = C.fit_constants(train, pset, names=names, model_options=model_options, progress=progress)
     corr = None
