@@ -55,7 +55,10 @@ rule fit_params:
 # every development row, made with the same flags) instead of refitting it; the per-fold
 # fits run on {threads} worker processes: 4 asked, which a local run lowers to --cores and
 # a cluster job gets as CPUs (workflow.cores is undefined under a profile that sets only
-# --jobs). The ablations are not part of it: rule score_ablations below.
+# --jobs). Its priority starts it as soon as the fit is done, before the single-core
+# predict and optimize jobs, which then share the cores among themselves (started after
+# them, it waited for two free cores while one long optimize held one). The ablations are
+# not part of it: rule score_ablations below.
 rule accuracy:
     output:
         accuracy="results/{gpu}/accuracy.json",
@@ -68,6 +71,7 @@ rule accuracy:
         params="results/{gpu}/params.json",
         correction="results/{gpu}/correction.json",
     threads: 4
+    priority: 1
     params:
         families=",".join(config["families"]),
         dtype=config["dtype"],
