@@ -115,13 +115,29 @@ def test_fits_do_not_depend_on_the_order_of_the_rows():
     np.testing.assert_array_equal(pa, pb)
 
 
-def test_fit_step_equals_the_heldout_scoring_fit():
+def test_fit_step_equals_the_heldout_scoring_fit(tmp_path):
     # `gemmperf fit` writes params.json and correction.json from fit_shipped; they are the
     # fit that scores the held-out list (where the correction came from before), bit for bit
+    from gemmperf.fit.residual import Correction
+
     meas = synthetic()
-    acc, preds = A.evaluate_accuracy(meas, PS, heldout="llm", models=["sol"], n_splits=3, ablations=False,
-                                     progress=lambda s: None)
+    quiet = dict(heldout="llm", models=["sol"], n_splits=3, progress=lambda s: None)
+    acc, preds = A.evaluate_accuracy(meas, PS, **quiet)
     fitted, corr, _ = A.fit_shipped(meas, PS, "llm", residual=True)
+    # so accuracy --params/--correction scores the held-out list with those files (read
+    # back from JSON) instead of refitting: the same figures and predictions, bit for bit
+    fitted.save(tmp_path / "params.json")
+    corr.save(tmp_path / "correction.json")
+    params, back = ParamSet.load(tmp_path / "params.json", PS.gpu), Correction.load(tmp_path / "correction.json")
+    record = A.fit_record(meas, "llm")
+    reused, reused_preds = A.evaluate_accuracy(meas, PS, shipped=A.Shipped(params, back, record), **quiet)
+    assert reused == acc and reused_preds.equals(preds)
+    # a fit of other rows, or without the correction the corrected model needs, is refused
+    for other, match in (({**record, "dev_rows": 1}, "dev_rows"), ({**record, "heldout": None}, "heldout")):
+        with pytest.raises(A.UserError, match=match):
+            A.evaluate_accuracy(meas, PS, shipped=A.Shipped(params, back, other), **quiet)
+    with pytest.raises(A.UserError, match="correction"):
+        A.evaluate_accuracy(meas, PS, shipped=A.Shipped(params, None, record), **quiet)
     _, held = A.split_rows(meas, "llm")
     mine = corr(W.predict(held, fitted))
     for model, col in (("ws-pipelined+fit", "predicted_us"), ("ws-pipelined+fit+residual", "corrected_us")):
@@ -159,3 +175,4 @@ def test_ablations_alone_equal_those_of_the_full_scoring(monkeypatch):
             assert_same_scores(a[name], b[name])
     no_ablations, _ = A.evaluate_accuracy(meas, PS, models=["sol"], ablations=False, **quiet)
     assert not any("-no-" in k for k in no_ablations)
+

@@ -99,13 +99,13 @@ def test_fit_writes_params_and_correction_from_one_fit(capsys, tmp_path):
 
     fitted, correction, _ = A.fit_shipped(read_measurements(paths), ps, "llm", residual=True)
     written = json.loads(out.read_text())
-    assert written.pop("fitted_at").startswith("20")  # stamped when written: the answers' source date
+    assert written.pop("fit")["fitted_at"].startswith("20")  # stamped when written: the answers' source date
     assert written == fitted.to_dict()
     assert json.loads(corr.read_text()) == correction.to_dict()
 
 
 def test_ablations_only_refuses_what_it_cannot_honour(capsys):
-    for extra in (("--no-ablations",), ("--models", "sol")):
+    for extra in (("--ablations",), ("--models", "sol")):
         code, _, err = run(capsys, "accuracy", "--gpu", "h100-sxm5-80gb", "--measurements", "nosuch.csv",
                            "--out", "x.json", "--ablations-only", *extra)
         assert code == 2 and err.count("\n") == 1 and "--ablations-only" in err, err

@@ -92,7 +92,7 @@ def default_params(gpu: GPU, family: str, dtype: str) -> Params:
 
 
 # what a params.json may hold: top-level keys, and the keys of one entry
-FILE_KEYS = ("gpu", "entries", "fitted_at")
+FILE_KEYS = ("gpu", "entries", "fitted_at", "fit")  # fit: the fit's record (app/fit.fit_block)
 ENTRY_KEYS = ("family", "dtype", *PARAM_NAMES, "source", "uncertainty", "quality", "constants",
               "extra")  # extra: files written before the field was named constants
 
@@ -138,7 +138,10 @@ class ParamSet:
         except (OSError, ValueError) as err:
             raise UserError(f"{path}: cannot read parameters ({str(err).splitlines()[0]})") from None
         entries = _entries(path, data)
-        fitted_at = data.get("fitted_at", "")
+        record = data.get("fit", {})
+        if not isinstance(record, dict):
+            raise UserError(f"{path}: fit = {record!r} is not an object")
+        fitted_at = record.get("fitted_at", data.get("fitted_at", ""))
         if not isinstance(fitted_at, str):
             raise UserError(f"{path}: fitted_at = {fitted_at!r} is not a date string")
         return cls(gpu=gpu, entries=entries, origin=str(path), fitted_at=fitted_at)

@@ -55,9 +55,14 @@ rule fit_params:
 
 
 # Out-of-sample accuracy (grouped CV by shape + the held-out testlist); scores only.
-# The per-fold fits run on {threads} worker processes: 4 asked, which a local run lowers
-# to --cores and a cluster job gets as CPUs (workflow.cores is undefined under a profile
-# that sets only --jobs). The ablations are not part of it: rule score_ablations below.
+# The held-out split is scored with rule fit's params.json and correction.json (the fit on
+# every development row, made with the same flags) instead of refitting it; the per-fold
+# fits run on {threads} worker processes: 4 asked, which a local run lowers to --cores and
+# a cluster job gets as CPUs (workflow.cores is undefined under a profile that sets only
+# --jobs). Its priority starts it as soon as the fit is done, before the single-core
+# predict and optimize jobs, which then share the cores among themselves (started after
+# them, it waited for two free cores while one long optimize held one). The ablations are
+# not part of it: rule score_ablations below.
 rule accuracy:
     output:
         accuracy="results/{gpu}/accuracy.json",
@@ -67,7 +72,10 @@ rule accuracy:
         hardware="results/{gpu}/hardware.json",
         microbench=microbench,
         measurements=all_measurements,
+        params="results/{gpu}/params.json",
+        correction="results/{gpu}/correction.json",
     threads: 4
+    priority: 1
     params:
         families=",".join(config["families"]),
         dtype=config["dtype"],
@@ -78,15 +86,18 @@ rule accuracy:
     log:
         "logs/{gpu}/accuracy.log",
     shell:
-        "gemmperf accuracy --gpu {input.hardware:q} --microbench {input.microbench:q}"
-        " --measurements {input.measurements:q} {params.heldout:q}"
-        " --families {params.families:q} --dtype {params.dtype:q} {params.residual}"
-        " {params.overrides:q} --no-ablations --jobs {threads} --out {output.accuracy:q}"
-        " --table {output.table:q} --predictions {output.predictions:q} > {log:q} 2>&1"
+        logged(
+            "gemmperf accuracy --gpu {input.hardware:q} --microbench {input.microbench:q}"
+            " --measurements {input.measurements:q} {params.heldout:q}"
+            " --families {params.families:q} --dtype {params.dtype:q} {params.residual}"
+            " {params.overrides:q} --params {input.params:q} --correction {input.correction:q}"
+            " --jobs {threads} --out {output.accuracy:q}"
+            " --table {output.table:q} --predictions {output.predictions:q}"
+        )
 
 
 # ws-pipelined refitted with each of its effects switched off, on the same splits as
-# accuracy (plus ws-pipelined+fit, their baseline): about 10 minutes on 2 cores, so only
+# accuracy (plus ws-pipelined+fit, their baseline): minutes of refits, so only
 # on request, by the target `ablations` or the config's ablations: true
 # (which also shows them in the report).
 rule score_ablations:

@@ -3,28 +3,37 @@
 fit:      microbench CSV (+ measurement CSVs) -> params.json (+ correction.json), both
           from one fit on every development row
 accuracy: microbench CSV + measurement CSVs -> accuracy.json, accuracy table, out-of-sample
-          predictions (scores only; writes no parameters); with --ablations-only the
-          ablations alone (results/<gpu>/ablations.json in the workflow)
+          predictions (scores only; writes no parameters); given fit's params.json and
+          correction.json (--params, --correction) it scores the held-out testlist with
+          them instead of refitting the same fit; with --ablations the ablations too, with
+          --ablations-only those alone (results/<gpu>/ablations.json in the workflow)
 
 A measurement CSV's testlist is its file stem (results/<gpu>/measurements/llm.csv -> llm).
 The held-out testlist (--heldout) never enters any fit, in either command. ``--set``
 overrides hold a parameter at a value in every fit and prediction (params.json keeps
 the fitted entries; the overrides are applied again by every later stage).
+params.json's "fit" block says when and from what it was fitted (``fit_block``).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
 
 from .. import tables
 from ..errors import UserError
-from ..fit.accuracy import available_cores, evaluate_ablations, evaluate_accuracy, fit_shipped, table
+from ..fit.accuracy import (Shipped, available_cores, evaluate_ablations, evaluate_accuracy, fit_record, fit_shipped,
+                            table)
 from ..fit.microbench import default_paramset, fit_paramset
+from ..fit.residual import Correction
+from ..models import MODELS
 from ..params import ParamSet
+from ..problem import DTYPE_BYTES
 from .modelparams import add_set_flag, parse_overrides
 from .resolve import parse_families, resolve_gpu, write_text
 
@@ -36,9 +45,40 @@ def read_measurements(paths) -> dict[str, pl.DataFrame]:
     return {Path(p).stem: tables.read_measurements(p) for p in paths or []}
 
 
+def check_flags(a) -> None:
+    """UserError (one line naming the flag and its value) for values no fit can use."""
+    parse_families(a.families)
+    if a.dtype not in DTYPE_BYTES:
+        raise UserError(f"--dtype {a.dtype!r}: unknown; known: {', '.join(DTYPE_BYTES)}")
+    if a.heldout is not None and a.measurements and a.heldout not in {Path(p).stem for p in a.measurements}:
+        raise UserError(f"--heldout {a.heldout!r}: no measurement file of that testlist among --measurements "
+                        f"({', '.join(Path(p).stem for p in a.measurements)})")
+    if getattr(a, "command", None) != "accuracy":
+        return
+    unknown = [m for m in parse_models(a.models) or [] if m not in MODELS]
+    if unknown:
+        raise UserError(f"--models {a.models!r}: unknown {', '.join(unknown)}; known: {', '.join(MODELS)}")
+    if a.folds < 2:
+        raise UserError(f"--folds {a.folds}: at least 2 (each fold is tested on a fit of the others)")
+    if a.jobs < 0:
+        raise UserError(f"--jobs {a.jobs}: 0 (every available core) or more")
+    if a.correction and not a.params:
+        raise UserError(f"--correction {a.correction}: needs --params (the fit it was made with)")
+    if not a.measurements:
+        raise UserError("--measurements: give the measurement CSVs to score")
+
+
+def parse_models(text: str | None) -> list[str] | None:
+    """--models 'sol,sync' -> ['sol', 'sync']; None: every model."""
+    if text is None:
+        return None
+    return [m.strip() for m in text.split(",")]
+
+
 def base_params(a) -> ParamSet:
     """Microbenchmark-fitted parameters (descriptor defaults where there are none), with
     the ``--set`` overrides."""
+    check_flags(a)
     gpu = resolve_gpu(a.gpu)
     families = parse_families(a.families)
     if a.microbench:
@@ -52,20 +92,29 @@ def base_params(a) -> ParamSet:
     return pset
 
 
+def fit_block(a, pset: ParamSet, meas: dict[str, pl.DataFrame]) -> dict:
+    """params.json's "fit": when (fitted_at, UTC, ISO 8601), on which GPU and from which
+    files and flags it was fitted; ``accuracy --params`` checks the record part."""
+    return {"fitted_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+            "gpu": pset.gpu.slug, "microbench": a.microbench or None, "measurements": list(a.measurements or []),
+            "families": parse_families(a.families), "dtype": a.dtype, "overrides": parse_overrides(a.set),
+            **(fit_record(meas, a.heldout) if meas else {"testlists": [], "heldout": None, "dev_rows": 0})}
+
+
 def cmd_fit(a) -> int:
     pset = base_params(a)
     meas = read_measurements(a.measurements)
     if a.correction_out and not meas:
         raise UserError("fit --correction-out: the correction needs --measurements")
     if meas:
-        pset, corr, report = fit_shipped(meas, pset, a.heldout, residual=bool(a.correction_out))
+        pset, corr, report = fit_shipped(meas, pset, a.heldout, residual=bool(a.correction_out), progress=True)
         for key, r in report.items():
             print(f"fitted ws-pipelined constants of {key} on {int(r['kernel_fit_points'])} rows "
                   f"(rms log error {r['kernel_fit_rmse_log']:.3f}); held out: {a.heldout}", file=sys.stderr)
         if corr is not None:
             corr.save(a.correction_out)
             print(f"wrote {a.correction_out}", file=sys.stderr)
-    pset.save(a.out)
+    write_text(a.out, json.dumps({**pset.to_dict(), "fit": fit_block(a, pset, meas)}, indent=2) + "\n")
     print(f"wrote {a.out}", file=sys.stderr)
     return 0
 
@@ -74,23 +123,44 @@ def _progress(line: str) -> None:
     print(line, file=sys.stderr)
 
 
+def read_shipped(a, pset: ParamSet) -> Shipped | None:
+    """``--params`` (+ ``--correction``): gemmperf fit's outputs on the same inputs, with
+    this run's ``--set`` overrides; None without --params."""
+    if not a.params:
+        return None
+    try:
+        record = json.loads(Path(a.params).read_text()).get("fit")
+    except (OSError, ValueError, AttributeError) as err:
+        raise UserError(f"{a.params}: cannot read parameters ({err})") from None
+    if not isinstance(record, dict):
+        raise UserError(f"{a.params}: no \"fit\" record (written by an older gemmperf fit?); refit it")
+    flags = {"gpu": pset.gpu.slug, "families": parse_families(a.families), "dtype": a.dtype,
+             "overrides": parse_overrides(a.set)}
+    for key, want in flags.items():
+        if record.get(key) != want:
+            raise UserError(f"{a.params}: fitted with {key} = {record.get(key)!r}, this run has {want!r}; "
+                            "refit it with the same flags")
+    params = ParamSet.load(a.params, pset.gpu)
+    params.overrides.update(pset.overrides)
+    corr = Correction.load(a.correction) if a.correction else None
+    return Shipped(params, corr, record, origin=a.params)
+
+
 def cmd_accuracy(a) -> int:
-    if a.ablations_only and (a.no_ablations or a.models):
+    if a.ablations_only and (a.ablations or a.models or a.params):
         raise UserError("--ablations-only scores ws-pipelined+fit and its ablations: "
-                        "not with --no-ablations or --models")
+                        "not with --ablations, --models or --params")
     pset = base_params(a)
+    shipped = read_shipped(a, pset)
     meas = read_measurements(a.measurements)
-    if not meas:
-        raise UserError("accuracy: give --measurements CSV files")
-    models = [m.strip() for m in a.models.split(",")] if a.models else None
     jobs = a.jobs if a.jobs > 0 else available_cores()
     if a.ablations_only:
         acc, preds = evaluate_ablations(meas, pset, heldout=a.heldout, n_splits=a.folds, progress=_progress,
                                         jobs=jobs)
     else:
-        acc, preds = evaluate_accuracy(meas, pset, heldout=a.heldout, models=models, n_splits=a.folds,
-                                       residual=not a.no_residual, ablations=not a.no_ablations,
-                                       progress=_progress, jobs=jobs)
+        acc, preds = evaluate_accuracy(meas, pset, heldout=a.heldout, models=parse_models(a.models),
+                                       n_splits=a.folds, residual=not a.no_residual, ablations=a.ablations,
+                                       progress=_progress, jobs=jobs, shipped=shipped)
     write_text(a.out, json.dumps(acc, indent=2) + "\n")
     print(f"wrote {a.out}", file=sys.stderr)
     if a.table:
@@ -107,30 +177,58 @@ def _common(p) -> None:
     p.add_argument("--microbench", nargs="?",
                    help="microbenchmark CSV (results/<gpu>/microbench.csv); absent or the flag alone: none")
     p.add_argument("--measurements", nargs="*", default=[], help="measurement CSVs; testlist = file stem")
-    p.add_argument("--heldout", default=None, help="testlist never used in any fit (e.g. llm)")
-    p.add_argument("--families", default=FAMILIES_DEFAULT)
-    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--heldout", default=None,
+                   help="testlist never used in any fit (e.g. llm); one of the --measurements stems")
+    p.add_argument("--families", default=FAMILIES_DEFAULT,
+                   help=f"comma-separated kernel families to fit (default {FAMILIES_DEFAULT})")
+    p.add_argument("--dtype", default="bf16", help="input dtype of the tensor-core families (default bf16)")
     add_set_flag(p)
 
 
+SHIPPED = "results/h100-sxm5-80gb/shipped"
+FIT_EXAMPLE = f"""example (what the workflow runs, results/<gpu>/ of a shipped GPU):
+  gemmperf fit --gpu h100-sxm5-80gb --microbench {SHIPPED}/microbench.csv \\
+      --measurements {SHIPPED}/measurements/*.csv --heldout llm \\
+      --out results/h100-sxm5-80gb/params.json --correction-out results/h100-sxm5-80gb/correction.json
+params.json records when and from what it was fitted (its "fit" block)."""
+ACCURACY_EXAMPLE = f"""example (after the fit example of gemmperf fit --help; the held-out split reuses that fit):
+  gemmperf accuracy --gpu h100-sxm5-80gb --microbench {SHIPPED}/microbench.csv \\
+      --measurements {SHIPPED}/measurements/*.csv --heldout llm --jobs 2 \\
+      --params results/h100-sxm5-80gb/params.json --correction results/h100-sxm5-80gb/correction.json \\
+      --out accuracy.json --table accuracy.csv
+without --params the held-out fit is made here too (same figures, one more fit)."""
+
+
 def add_parsers(sub) -> None:
-    p = sub.add_parser("fit", help="fit model parameters: microbenchmarks (+ ws-pipelined constants "
-                       "and the residual correction on measurements)")
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = sub.add_parser("fit", formatter_class=fmt, epilog=FIT_EXAMPLE,
+                       help="fit model parameters and the residual correction (one fit)",
+                       description="Fit the model parameters of one GPU: the microbenchmark parameters, then "
+                       "ws-pipelined's constants on every measured row outside the held-out testlist, and from "
+                       "the same fit the residual correction (--correction-out).")
     _common(p)
     p.add_argument("--out", required=True, help="params.json to write")
     p.add_argument("--correction-out", help="also fit the residual correction (same fit) and write it here")
     p.set_defaults(func=cmd_fit)
 
-    p = sub.add_parser("accuracy", help="out-of-sample accuracy: grouped CV by shape + held-out testlist")
+    p = sub.add_parser("accuracy", formatter_class=fmt, epilog=ACCURACY_EXAMPLE,
+                       help="out-of-sample accuracy: grouped CV by shape + held-out testlist",
+                       description="Score every model out of sample: cross-validation grouped by shape over the "
+                       "development testlists (each fold tested on a fit of the others) and the held-out "
+                       "testlist (tested on the fit of every development row). Writes scores, no parameters.")
     _common(p)
     p.add_argument("--out", required=True, help="accuracy.json to write")
     p.add_argument("--table", help="CSV of the accuracy table (split, model, family, metrics)")
     p.add_argument("--predictions", help="Parquet of every out-of-sample prediction")
-    p.add_argument("--models", help="comma-separated analytical models (default: all)")
-    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--models", help=f"comma-separated analytical models (default: all: {', '.join(MODELS)})")
+    p.add_argument("--folds", type=int, default=5, help="cross-validation folds, at least 2 (default 5)")
+    p.add_argument("--params", help="gemmperf fit's params.json of these same inputs and flags: the held-out "
+                   "split uses it instead of refitting (with --correction for the corrected model)")
+    p.add_argument("--correction", help="gemmperf fit's correction.json (--correction-out) that goes with --params")
     p.add_argument("--no-residual", action="store_true", help="skip the residual correction")
-    p.add_argument("--no-ablations", action="store_true",
-                   help="skip refitting ws-pipelined with each effect off (eleven refits per fold: ~10 min on 2 cores)")
+    p.add_argument("--ablations", action="store_true",
+                   help="also refit ws-pipelined with each effect off (eleven more refits per fold and "
+                   "for the held-out split)")
     p.add_argument("--ablations-only", action="store_true",
                    help="score only ws-pipelined+fit (no correction) and its refits with each effect off; "
                    "the workflow's results/<gpu>/ablations.json")

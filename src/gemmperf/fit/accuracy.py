@@ -42,6 +42,8 @@ available core) they run on spawned worker processes (figures equal to 1e-9).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import polars as pl
 
@@ -49,6 +51,7 @@ from ..errors import UserError
 from ..models import MODELS
 from ..models import ws_pipelined as W
 from ..params import ParamSet
+from ..progress import bar
 from ..tables import (ABLATION_MARK, FITTED_CORRECTED_MODEL, FITTED_MODEL, OUT_OF_SAMPLE_COLUMNS, canonical_order,
                       valid_rows)
 from . import constants as C
@@ -169,13 +172,14 @@ def single_thread_blas():
 
 
 def fit_all(train: pl.DataFrame, pset: ParamSet, model_options: dict | None = None,
-            residual: bool = True, names=C.FIT_NAMES) -> tuple[ParamSet, Correction | None, dict]:
-    """Constants then correction, on training rows only."""
-    fitted, report = C.fit_constants(train, pset, names=names, model_options=model_options)
+            residual: bool = True, names=C.FIT_NAMES,
+            progress: bool = False) -> tuple[ParamSet, Correction | None, dict]:
+    """Constants then correction, on training rows only; ``progress``: bars for both."""
+    fitted, report = C.fit_constants(train, pset, names=names, model_options=model_options, progress=progress)
     corr = None
     if residual:
         pred = W.predict(train, fitted, model_options=model_options)
-        corr = Correction.fit(pred, pset.gpu.sms, meta={"trained_on_rows": train.height})
+        corr = Correction.fit(pred, pset.gpu.sms, meta={"trained_on_rows": train.height}, progress=progress)
     return fitted, corr, report
 
 
@@ -207,29 +211,45 @@ def _run_tasks(tasks, jobs: int):
     """Results of ``_fit_task`` in task order; jobs <= 1: in this process, else on
     ``jobs`` spawned worker processes (fits are single-threaded; BLAS pools at 1)."""
     jobs = min(int(jobs or 1), len(tasks))
+    done = bar(total=len(tasks), desc="accuracy fits", unit="fit")
     if jobs <= 1:
-        return [_fit_task(t) for t in tasks]
+        with done:
+            return [_fit_task(t) for t in done_as(tasks, done)]
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as ex:
+    with done, ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as ex:
         # the longest tasks (constants + residual trees) first, so the pool ends together
         order = sorted(range(len(tasks)), key=lambda i: not tasks[i][4])
         futures = {i: ex.submit(_fit_task, tasks[i]) for i in order}
+        for _ in as_completed(futures.values()):
+            done.update()
         return [futures[i].result() for i in range(len(tasks))]
 
 
+def done_as(items, progress):
+    """``items``, counting each one on ``progress`` once it has been used."""
+    for item in items:
+        yield item
+        progress.update()
+
+
 def evaluate_accuracy(measurements: dict[str, pl.DataFrame], pset: ParamSet, heldout: str | None = None,
-                      models=None, n_splits: int = 5, residual: bool = True, ablations: bool = True,
-                      progress=print, jobs: int = 1) -> tuple[dict, pl.DataFrame]:
+                      models=None, n_splits: int = 5, residual: bool = True, ablations: bool = False,
+                      progress=print, jobs: int = 1, shipped: Shipped | None = None) -> tuple[dict, pl.DataFrame]:
     """(accuracy dict, out-of-sample predictions of every row by every model).
 
     ``jobs``: worker processes for the (variant, fold) fits (1: all in this process; the
     figures do not depend on it). The parameters and correction the later stages use
-    come from ``fit_shipped`` (the fit step), never from here."""
+    come from ``fit_shipped`` (the fit step), never from here. ``shipped``: that fit,
+    made on these same measurements, held-out list and parameters (gemmperf fit's
+    params.json and correction.json): the held-out split of ws-pipelined+fit is predicted
+    with it instead of refitting it (the held-out fit is the shipped fit: every
+    development row), with the same figures."""
     variants = [(FIT, None, residual)] + (ablation_variants() if ablations else [])
     with single_thread_blas():
-        return _evaluate(measurements, pset, heldout, list(models or MODELS), n_splits, variants, progress, jobs)
+        return _evaluate(measurements, pset, heldout, list(models or MODELS), n_splits, variants, progress, jobs,
+                         shipped)
 
 
 def ablation_variants() -> list[tuple[str, dict, bool]]:
@@ -248,12 +268,14 @@ def evaluate_ablations(measurements: dict[str, pl.DataFrame], pset: ParamSet, he
         return _evaluate(measurements, pset, heldout, [], n_splits, variants, progress, jobs)
 
 
-def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress, jobs):
+def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress, jobs, shipped=None):
     """Score the analytical ``models`` (microbenchmark parameters) and the fitted
     ``variants`` (name, ws-pipelined switches, with residual) on the same splits."""
     dev, held = split_rows(measurements, heldout)
     if dev.height == 0:
         raise UserError("no development measurements (all rows are held out or invalid)")
+    if shipped is not None:
+        shipped.check(fit_record(measurements, heldout, dev), residual=variants[0][2])
     keep = [c for c in dev.columns if c in OUT_OF_SAMPLE_COLUMNS]
     acc: dict = {"heldout": {}}
     preds = []
@@ -274,13 +296,15 @@ def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress,
     folds, k = group_folds(dev.get_column("shape"), n_splits)
     # every (variant, fold) fit is independent: (train, test, options, residual) tasks,
     # run here or on `jobs` worker processes; each sees its training rows only
+    # the held-out fit of ws-pipelined+fit is the shipped fit: taken from ``shipped`` if given
+    reuse = lambda name, opts: shipped is not None and name == FIT and opts is None  # noqa: E731
     tasks = []
     for name, opts, with_resid in variants:
         for train_idx, test_idx in folds:
             train, test = dev[train_idx], dev[test_idx]
             assert not set(train.get_column("shape")) & set(test.get_column("shape"))
             tasks.append((train, test, pset, opts, with_resid))
-        if held.height:
+        if held.height and not reuse(name, opts):
             tasks.append((dev, held, pset, opts, with_resid))
     results = iter(_run_tasks(tasks, jobs))
     for name, opts, with_resid in variants:
@@ -289,7 +313,8 @@ def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress,
         if with_resid:
             record(RESID, "cv", oof, col="corrected_us", folds=k)
         if held.height:
-            p = next(results)[0]
+            p = (_predict_fit(held, shipped.params, shipped.correction if with_resid else None)
+                 if reuse(name, opts) else next(results)[0])
             record(name, "heldout", p, folds=0)
             if with_resid:
                 record(RESID, "heldout", p, col="corrected_us", folds=0)
@@ -310,11 +335,42 @@ def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress,
 
 
 def fit_shipped(measurements: dict[str, pl.DataFrame], pset: ParamSet, heldout: str | None,
-                residual: bool = True) -> tuple[ParamSet, Correction | None, dict]:
+                residual: bool = True, progress: bool = False) -> tuple[ParamSet, Correction | None, dict]:
     """Constants and correction for results/<gpu>/: every development row, never the held-out list."""
     dev, _ = split_rows(measurements, heldout)
     with single_thread_blas():
-        return fit_all(dev, pset, residual=residual)
+        return fit_all(dev, pset, residual=residual, progress=progress)
+
+
+def fit_record(measurements: dict[str, pl.DataFrame], heldout: str | None, dev: pl.DataFrame | None = None) -> dict:
+    """What a shipped fit was made on (params.json's "fit" block): the testlists, the
+    held-out one and the development rows; ``Shipped.check`` compares it."""
+    if dev is None:
+        dev, _ = split_rows(measurements, heldout)
+    return {"testlists": sorted(measurements), "heldout": heldout if heldout in measurements else None,
+            "dev_rows": dev.height}
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """The shipped fit (``fit_shipped``'s parameters and correction, read back from
+    params.json and correction.json) and the record of what it was fitted on."""
+
+    params: ParamSet
+    correction: Correction | None
+    record: dict
+    origin: str = "params.json"
+
+    def check(self, expected: dict, residual: bool) -> None:
+        """UserError unless this fit was made on ``expected`` (``fit_record``) and has a
+        correction where ``residual`` asks for one."""
+        for key, want in expected.items():
+            got = self.record.get(key)
+            if got != want:
+                raise UserError(f"{self.origin}: fitted with {key} = {got!r}, this run has {want!r}; "
+                                "refit it with gemmperf fit on the same measurements, --heldout and flags")
+        if residual and self.correction is None:
+            raise UserError(f"{self.origin}: the held-out split needs the shipped correction too (--correction)")
 
 
 # ------------------------------------------------------------------ synthetic data

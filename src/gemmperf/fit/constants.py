@@ -23,6 +23,7 @@ import polars as pl
 from ..errors import UserError
 from ..models import ws_pipelined as W
 from ..params import PARAM_NAMES, ParamSet
+from ..progress import bar
 from ..tables import canonical_order, valid_rows
 
 # the microbenchmark parameters the kernel data refit, then every constant of the model
@@ -52,10 +53,13 @@ def with_values(pset: ParamSet, family: str, dtype: str, values: dict[str, float
 
 
 def fit_constants(meas: pl.DataFrame, pset: ParamSet, names=FIT_NAMES, prior: float = 0.02,
-                  model_options: dict | None = None, loss: str = "soft_l1") -> tuple[ParamSet, dict]:
+                  model_options: dict | None = None, loss: str = "soft_l1",
+                  progress: bool = False) -> tuple[ParamSet, dict]:
     """Fit ``names`` per (family, dtype) of ``meas``; returns (new ParamSet, report).
 
-    The report maps "family/dtype" to {values, uncertainty, rmse_log, n}.
+    The report maps "family/dtype" to {values, uncertainty, rmse_log, n}. ``progress``:
+    a bar of the model evaluations (the tiles and waves, ``W.grid_of``, are computed
+    once per (family, dtype): only the constants vary).
     """
     from scipy.optimize import least_squares
 
@@ -68,18 +72,22 @@ def fit_constants(meas: pl.DataFrame, pset: ParamSet, names=FIT_NAMES, prior: fl
         raise UserError(f"fit_constants: unknown constant(s) {', '.join(unknown)}")
     report = {}
     out = pset
+    evals = bar(desc="fit constants", unit="eval") if progress else None
     for family, dtype in rows.select("family", "dtype").unique().sort("family", "dtype").iter_rows():
         sub = rows.filter((pl.col("family") == family) & (pl.col("dtype") == dtype))
         _, arr = W.prepare(sub, out)
+        grid = W.grid_of(arr)  # the constants vary, the tiles and waves do not
         y = np.log(sub.get_column("time_us").to_numpy().astype(float))
         base = _current(out, family, dtype)
         fit_names = [n for n in names if base.get(n, 0.0) > 0]
 
-        def residuals(theta, arr=arr, y=y, base=base, fit_names=fit_names):
+        def residuals(theta, arr=arr, y=y, base=base, fit_names=fit_names, grid=grid):
             a = dict(arr)
             for name, t in zip(fit_names, theta):
                 a[name] = np.full_like(a[name], base[name] * np.exp(t), dtype=float)
-            pred = W.evaluate(**a, model_options=model_options)["predicted_us"]
+            pred = W.evaluate(**a, grid=grid, model_options=model_options)["predicted_us"]
+            if evals is not None:
+                evals.update()
             r = np.log(np.maximum(pred, 1e-9)) - y
             return np.concatenate([r, np.sqrt(prior) * theta])
 
@@ -100,4 +108,6 @@ def fit_constants(meas: pl.DataFrame, pset: ParamSet, names=FIT_NAMES, prior: fl
         out = with_values(out, family, dtype, values, unc, quality)
         report[f"{family}/{dtype}"] = {"values": values, "uncertainty": unc, **quality, "nfev": int(res.nfev),
                                        "fitted_from": "training measurements"}
+    if evals is not None:
+        evals.close()
     return out, report

@@ -48,6 +48,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from ..errors import UserError
 from ..models import ws_pipelined
 from ..problem import DTYPE_BYTES
+from ..progress import bar
 from ..tables import canonical_order
 
 FORMAT = "gemmperf-residual-1"
@@ -140,7 +141,8 @@ class ResidualRegressor(RegressorMixin, BaseEstimator):
         self.alpha = alpha
         self.random_state = random_state
 
-    def fit(self, X, y):
+    def fit(self, X, y, progress: bool = False):
+        """Fit on X (rows x FEATURES) and y; ``progress``: a bar of the trees."""
         from sklearn.ensemble import GradientBoostingRegressor
 
         X = np.asarray(X, dtype=np.float64)
@@ -151,7 +153,16 @@ class ResidualRegressor(RegressorMixin, BaseEstimator):
             n_estimators=self.n_estimators, learning_rate=self.learning_rate, max_depth=self.max_depth,
             min_samples_leaf=self.min_samples_leaf, loss=self.loss, alpha=self.alpha, subsample=1.0,
             random_state=self.random_state)
-        gb.fit(X, y)
+        if progress:
+            trees = bar(total=self.n_estimators, desc="residual correction", unit="tree")
+            def monitor(*_) -> bool:  # sklearn calls it after each tree; False: go on (same fit)
+                trees.update()
+                return False
+
+            with trees:
+                gb.fit(X, y, monitor=monitor)
+        else:
+            gb.fit(X, y)
         self.n_features_in_ = X.shape[1]
         self.init_ = float(gb.init_.predict(X[:1]).ravel()[0]) if hasattr(gb.init_, "predict") else 0.0
         self.trees_ = []
@@ -210,13 +221,13 @@ class Correction:
 
     @classmethod
     def fit(cls, pred: pl.DataFrame, sms: int, measured: str = "time_us", meta: dict | None = None,
-            **estimator_params) -> Correction:
+            progress: bool = False, **estimator_params) -> Correction:
         # the trees' tied splits and float sums follow row order: fit in a canonical one
         pred = canonical_order(pred)
         X = features(pred, sms).to_numpy()
         y = target(pred, measured)
         ok = np.isfinite(y)
-        est = ResidualRegressor(**estimator_params).fit(X[ok], y[ok])
+        est = ResidualRegressor(**estimator_params).fit(X[ok], y[ok], progress=progress)
         return cls(est, sms, {**(meta or {}), "n_train": int(ok.sum())})
 
     def factor(self, pred: pl.DataFrame) -> np.ndarray:

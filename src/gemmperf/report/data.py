@@ -94,7 +94,7 @@ def with_derived(df: pl.DataFrame) -> pl.DataFrame:
 
 def split_ablations(acc: pl.DataFrame | None, abl: pl.DataFrame | None):
     """(accuracy table without ablation rows, ablation table): an accuracy.csv written
-    with ablations (``gemmperf accuracy`` without --no-ablations) gives them its own
+    with ablations (``gemmperf accuracy --ablations``) gives them its own
     ablation rows and its ws-pipelined+fit baseline when there is no ablations.csv."""
     if acc is None or acc.height == 0 or "model" not in acc.columns:
         return acc, abl
@@ -152,8 +152,18 @@ def load(
         testlists=list(predictions),
         measurements={t: read_measurements(p) for t, p in measurements.items()} if measurements else None,
         params_file=str(params),
-        params_date=_written(params),
+        params_date=_fitted(pset, params),
     )
+
+
+def _fitted(pset: ParamSet, path: str | Path) -> str:
+    """When the parameters were fitted (params.json's fit record), else when the file
+    was last written, to the minute (UTC)."""
+    try:
+        stamp = datetime.fromisoformat(pset.fitted_at)
+    except ValueError:
+        return _written(path)
+    return stamp.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _written(path: str | Path) -> str:

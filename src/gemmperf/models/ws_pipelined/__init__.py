@@ -6,7 +6,8 @@ written: a producer issues TMA loads of A and B k-blocks into a ring of B = ``st
 buffers; the consumer warpgroups run wgmma on them and, for the same tile, the epilogue
 (registers -> global stores).
 
-Modules: ``geometry`` (tiles, waves, the panels a wave reads, L2 hit rates),
+Modules: ``geometry`` (tiles, waves, the panels a wave reads, L2 hit rates: the
+``Grid``, integer inputs only, which a fit computes once with ``grid_of``),
 ``effects`` (one function per effect), ``compose`` (``evaluate``: stage terms, waves,
 kernel time, limiter), ``constants`` (the typed ``PipelinedConstants``), ``inputs``
 (evaluate's typed inputs and the effects' ``Switches``), ``table`` (polars in and out).
@@ -63,11 +64,11 @@ from .compose import LIMITERS, Limiter, evaluate
 from .constants import CONSTANTS, FITTED, PipelinedConstants, constants_for, default_constants, ranges
 from .effects import line_factor
 from .geometry import reuse_distance, wave_hit_rate, wave_panels
-from .inputs import EFFECTS, INPUTS, Switches
+from .inputs import EFFECTS, INPUTS, Switches, grid_of
 from .table import RASTER_CODES, finish, predict, prepare
 
 NAME = "ws-pipelined"
 
 __all__ = ["CONSTANTS", "EFFECTS", "FITTED", "INPUTS", "LIMITERS", "NAME", "RASTER_CODES", "Limiter",
            "PipelinedConstants", "Switches", "constants_for", "default_constants", "evaluate", "finish",
-           "line_factor", "predict", "prepare", "ranges", "reuse_distance", "wave_hit_rate", "wave_panels"]
+           "grid_of", "line_factor", "predict", "prepare", "ranges", "reuse_distance", "wave_hit_rate", "wave_panels"]

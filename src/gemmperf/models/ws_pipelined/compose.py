@@ -8,6 +8,7 @@ from enum import IntEnum
 import numpy as np
 
 from . import effects as E
+from .geometry import Grid, Span
 from .inputs import INPUTS, Inputs, Switches
 
 
@@ -66,9 +67,9 @@ class Wave:
     epilogue: np.ndarray
 
 
-def wave(x: Inputs, t0, a, h, t_c, pad: E.Padding) -> Wave:
-    a_bytes, b_bytes = E.cta_bytes(x)
-    t_load, l2_bound = E.bandwidth_sharing(x, t0, a, h, a_bytes + b_bytes, pad.loaded, E.row_alignment(x))
+def wave(x: Inputs, w: Span, h, t_c, pad: E.Padding) -> Wave:
+    a, a_bytes, b_bytes = w.a, *E.cta_bytes(x)
+    t_load, l2_bound = E.bandwidth_sharing(x, w, h, a_bytes + b_bytes, pad.loaded, E.row_alignment(x))
     lat_oob = E.boundary_fill(x, a)
     rest, period = E.pipelining(x, t_load, t_c, lat_oob)
     return Wave(a=a, t_load=t_load, l2_bound=l2_bound, lat_oob=lat_oob, fill=x.load_latency_us + lat_oob + t_load,
@@ -79,8 +80,8 @@ def full_wave_hit_rate(x: Inputs):
     """A full wave's L2 hit rate, averaged over the full waves: the first has no predecessor
     in L2, the later ones (the second stands for them all) do."""
     g = x.grid
-    h_first = E.l2_reuse(x, np.zeros_like(g.tiles), x.sms)
-    h_later = E.l2_reuse(x, np.where(g.full_waves > 1, x.sms, 0), x.sms)
+    h_first = E.l2_reuse(x, g.full)
+    h_later = E.l2_reuse(x, g.later)
     return np.where(g.full_waves > 1,
                     (h_first + (g.full_waves - 1) * h_later) / np.maximum(g.full_waves, 1), h_first)
 
@@ -124,21 +125,21 @@ def limiter(x: Inputs, first: Wave, t_c, t_math, t_smem):
     return np.where(first.epilogue > loop_first, Limiter.EPILOGUE, mem_or).astype(np.int8)
 
 
-def evaluate(*, model_options: dict | None = None, **named) -> dict[str, np.ndarray]:
+def evaluate(*, model_options: dict | None = None, grid: Grid | None = None, **named) -> dict[str, np.ndarray]:
     """Predicted time and breakdown per row, from the named arrays of INPUTS (numpy, one
     element per row, broadcast together) and effect switches (keywords or
-    ``model_options``)."""
+    ``model_options``). ``grid``: ``inputs.grid_of`` these same arrays, computed once by
+    a caller that varies only the constants and the switches (a fit); None: computed here."""
     flags = {name: value for name, value in named.items() if name not in INPUTS}
-    x = Inputs.of(named, Switches.of(model_options, flags))
+    x = Inputs.of(named, Switches.of(model_options, flags), grid)
     g = x.grid
     t_math, t_smem = math_time(x), smem_time(x)
     t_c = E.smem_limit(x, t_math, t_smem)
     pad = E.padding(x)
-    zero, last_t0 = np.zeros_like(g.tiles), g.full_waves * x.sms
-    h_first = E.l2_reuse(x, zero, g.first_a)
-    first = wave(x, zero, g.first_a, h_first, t_c, pad)
-    full = wave(x, zero, x.sms, full_wave_hit_rate(x), t_c, pad)
-    last = wave(x, last_t0, g.last_a, E.l2_reuse(x, last_t0, g.last_a), t_c, pad)
+    h_first = E.l2_reuse(x, g.first)
+    first = wave(x, g.first, h_first, t_c, pad)
+    full = wave(x, g.full, full_wave_hit_rate(x), t_c, pad)
+    last = wave(x, g.last, E.l2_reuse(x, g.last), t_c, pad)
     terms = kernel_terms(x, first, full, last, pad.work_scale)
     total = terms["init_us"] + terms["fill_us"] + terms["mainloop_us"] + terms["epilogue_us"] + terms["overhead_us"]
     columns = {

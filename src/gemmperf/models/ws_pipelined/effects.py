@@ -13,13 +13,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...kernels.family import pad_k
-from .geometry import reuse_distance, wave_hit_rate, wave_panels
+from .geometry import Span, line_shares, span_hit_rate
 from .inputs import Inputs
 
 
-def l2_reuse(x: Inputs, t0, a):
-    """L2 hit rate h of the wave of tiles t0 .. t0+a-1, from the raster order.
+def l2_reuse(x: Inputs, w: Span):
+    """L2 hit rate h of the wave ``w`` (tiles t0 .. t0+a-1), from the raster order.
 
     The wave's a tiles cover r_m distinct A row panels and r_n B column panels; every
     other panel read can hit, while its k-block is still in the effective L2
@@ -29,12 +28,11 @@ def l2_reuse(x: Inputs, t0, a):
         return np.asarray(x.l2_hit_rate, dtype=np.float64)
     g = x.grid
     l2e = x.c.l2_effective_fraction * x.l2_bytes
-    return wave_hit_rate(t0, a, g.tiles_m, g.tiles_n, x.raster, x.tile_m, x.tile_n, x.tile_k, x.in_bytes, l2e,
-                         x.c.l2_window_kblocks, x.m, x.n, x.k, g.k_blocks, x.c.l2_skew_kblocks)
+    return span_hit_rate(w.bytes, l2e, x.c.l2_window_kblocks, x.c.l2_skew_kblocks, g.d_m, g.d_n)
 
 
-def bandwidth_sharing(x: Inputs, t0, a, h, req, loaded, lines):
-    """(per-k-block transfer time x of one CTA, whether the L2 term binds) in a wave of a CTAs.
+def bandwidth_sharing(x: Inputs, w: Span, h, req, loaded, lines):
+    """(per-k-block transfer time x of one CTA, whether the L2 term binds) in the wave ``w`` of a CTAs.
 
     DRAM and L2 bandwidth are shared by the a CTAs of the wave:
         x(a) = max(a*Bs*(1 - h) / dram_eff_bytes_per_us, L2w(a) / l2_bytes_per_us)
@@ -44,8 +42,9 @@ def bandwidth_sharing(x: Inputs, t0, a, h, req, loaded, lines):
     req_eff = req * loaded
     if not x.on.bandwidth_sharing:
         return req_eff / x.load_bytes_per_us, np.zeros(x.shape, dtype=bool)
+    a = w.a
     x_dram = a * req_eff * (1.0 - h) / x.c.dram_eff_bytes_per_us
-    x_l2 = (coalesced_reads(x, t0, a, loaded) + a * req_eff * (lines - 1.0)) / x.c.l2_bytes_per_us
+    x_l2 = (coalesced_reads(x, w, loaded) + a * req_eff * (lines - 1.0)) / x.c.l2_bytes_per_us
     return sm_load_cap(x, np.maximum(x_dram, x_l2), req), x_l2 > x_dram
 
 
@@ -110,14 +109,17 @@ def sm_load_cap(x: Inputs, t_load, req):
 def line_factor(k, in_bytes, line_cost=1.0, sector_cost=0.0):
     """L2 requests per 128-byte box row, relative to an aligned one.
 
-    A and B rows are pad_k(K) elements apart, so the pitch p = pad_k(K)*b is a multiple
-    of 16 bytes but not always of the 128-byte line: row r starts at r*p mod 128, which is
-    0 for a share gcd(p, 128)/128 of the rows and on a 32-byte sector for a share
-    gcd(p, 32)/32. A row off its line straddles two lines (``line_cost`` extra requests);
-    one off its sector also spans 5 sectors and is split again (``sector_cost``):
+    With the shares of rows off their line and off their sector (geometry.line_shares:
+    the pitch between rows is pad_k(K)*b), a row off its line straddles two lines
+    (``line_cost`` extra requests); one off its sector also spans 5 sectors and is split
+    again (``sector_cost``):
         1 + line_cost * (1 - gcd(p, 128)/128) + sector_cost * (1 - gcd(p, 32)/32)."""
-    pitch = pad_k(np.asarray(k, dtype=np.int64)) * np.asarray(in_bytes).astype(np.int64)
-    return 1.0 + line_cost * (1.0 - np.gcd(pitch, 128) / 128.0) + sector_cost * (1.0 - np.gcd(pitch, 32) / 32.0)
+    return lines_of(*line_shares(k, in_bytes), line_cost, sector_cost)
+
+
+def lines_of(line_off, sector_off, line_cost, sector_cost):
+    """``line_factor`` from the shares of rows off their line and sector."""
+    return 1.0 + line_cost * line_off + sector_cost * sector_off
 
 
 def row_alignment(x: Inputs):
@@ -128,7 +130,7 @@ def row_alignment(x: Inputs):
     sector_split_cost. Off: lines = 1."""
     if not x.on.row_alignment:
         return 1.0
-    return line_factor(x.k, x.in_bytes, x.c.line_split_cost, x.c.sector_split_cost)
+    return lines_of(x.grid.line_off, x.grid.sector_off, x.c.line_split_cost, x.c.sector_split_cost)
 
 
 def ring_latency(x: Inputs):
@@ -162,8 +164,8 @@ def boundary_fill(x: Inputs, a):
     return r * x.c.oob_row_us / (1.0 + r / x.c.oob_sat_rows)
 
 
-def coalesced_reads(x: Inputs, t0, a, loaded):
-    """Bytes the L2 serves per k-block for the wave of tiles t0 .. t0+a-1.
+def coalesced_reads(x: Inputs, w: Span, loaded):
+    """Bytes the L2 serves per k-block for the wave ``w`` (tiles t0 .. t0+a-1).
 
     Reads of one panel k-block that CTAs close in launch order issue at the same time are
     served once; panels shared only by CTAs far apart are read by each. With d_m, d_n the
@@ -173,13 +175,13 @@ def coalesced_reads(x: Inputs, t0, a, loaded):
         L2w(a) = [(c_m*r_m + (1 - c_m)*a)*TM/cn + (c_n*r_n + (1 - c_n)*a)*TN/cm]*TK*b*u_ab
     Off: every CTA's request is served: L2w(a) = a*Bs*u_ab."""
     a_bytes, b_bytes = cta_bytes(x)
+    a = w.a
     if not x.on.coalesced_reads:
         return a * ((a_bytes + b_bytes) * loaded)
     g = x.grid
-    d_m, d_n = reuse_distance(g.tiles_m, g.tiles_n, x.raster)
-    c_m = np.exp(-(d_m - 1) / x.c.coalesce_distance)
-    c_n = np.exp(-(d_n - 1) / x.c.coalesce_distance)
-    r_m, r_n = wave_panels(t0, a, g.tiles_m, g.tiles_n, x.raster)
+    c_m = np.exp(-(g.d_m - 1) / x.c.coalesce_distance)
+    c_n = np.exp(-(g.d_n - 1) / x.c.coalesce_distance)
+    r_m, r_n = w.r_m, w.r_n
     part_a = (c_m * np.minimum(r_m, a) + (1 - c_m) * a) * a_bytes
     part_b = (c_n * np.minimum(r_n, a) + (1 - c_n) * a) * b_bytes
     return (part_a + part_b) * loaded
@@ -199,6 +201,6 @@ def consumer_warpgroups(x: Inputs):
 
 def cta_bytes(x: Inputs):
     """(A bytes, B bytes) a CTA requests per k-block, block-scale factors included, after
-    cluster multicast: TM/cn * TK * (b + sf) and TN/cm * TK * (b + sf)."""
-    elem = x.in_bytes + x.sf_bytes_per_elem
-    return (x.tile_m / x.cluster_n) * x.tile_k * elem, (x.tile_n / x.cluster_m) * x.tile_k * elem
+    cluster multicast: TM/cn * TK * (b + sf) and TN/cm * TK * (b + sf) (geometry.cta_bytes,
+    in the grid)."""
+    return x.grid.a_bytes, x.grid.b_bytes

@@ -11,10 +11,12 @@ grouped: groups of GROUP_M tile rows, each walked column by column.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
+from ...kernels.family import pad_k
 from ...kernels.source import GROUP_M, RASTER_IDS
 from ..columns import ceil_div
 
@@ -22,8 +24,41 @@ ROW, COLUMN = RASTER_IDS["row"], RASTER_IDS["column"]
 
 
 @dataclass(frozen=True)
+class Span:
+    """The wave of tiles t0 .. t0+a-1 and the panels it and the wave before it read
+    (integer arrays; ``wave_panels`` counts them)."""
+
+    t0: np.ndarray
+    a: np.ndarray  # active CTAs as given (0 for no wave)
+    a1: np.ndarray  # max(a, 1)
+    r_m: np.ndarray  # distinct A row panels of the wave
+    r_n: np.ndarray  # distinct B column panels of the wave
+    prev: np.ndarray  # a wave of a1 tiles ran before it (t0 >= a1)
+    p_m: np.ndarray  # panels of that previous wave
+    p_n: np.ndarray
+    u_m: np.ndarray  # panels of both waves together
+    u_n: np.ndarray
+    bytes: WaveBytes | None = None  # the panels' rows and bytes (``with_bytes``)
+
+    @classmethod
+    def of(cls, t0, a, tiles_m, tiles_n, raster) -> Span:
+        a1 = np.maximum(a, 1)
+        r_m, r_n = wave_panels(t0, a, tiles_m, tiles_n, raster)
+        before = np.maximum(t0 - a1, 0)
+        u_m, u_n = wave_panels(before, 2 * a1, tiles_m, tiles_n, raster)
+        p_m, p_n = wave_panels(before, a1, tiles_m, tiles_n, raster)
+        return cls(t0=t0, a=a, a1=a1, r_m=r_m, r_n=r_n, prev=t0 >= a1, p_m=p_m, p_n=p_n, u_m=u_m, u_n=u_n)
+
+    def with_bytes(self, *sizes) -> Span:
+        """This span with ``bytes`` = WaveBytes.of(self, *sizes)."""
+        return dataclasses.replace(self, bytes=WaveBytes.of(self, *sizes))
+
+
+@dataclass(frozen=True)
 class Grid:
-    """Tiles and waves of a launch with one CTA per SM (all fields are arrays)."""
+    """Tiles, waves and the panels the waves read, for a launch with one CTA per SM (all
+    fields are arrays or Spans of arrays). It depends on the sizes, tiling, raster, SMs
+    and element bytes only, never on a parameter, so a fit computes it once."""
 
     k_blocks: np.ndarray  # S
     tiles_m: np.ndarray
@@ -36,9 +71,23 @@ class Grid:
     n_waves: np.ndarray  # F + [R > 0]
     useful: np.ndarray  # M*N*K over the padded tiles' extent
     useful_ab: np.ndarray  # share of a CTA's A and B box bytes inside the matrices
+    d_m: np.ndarray  # launch-order distance between users of an A panel (reuse_distance)
+    d_n: np.ndarray  # ... of a B panel
+    first: Span  # the first wave: tiles 0 .. first_a - 1
+    full: Span  # a full wave from tile 0 (P CTAs)
+    later: Span  # the second full wave where F > 1 (stands for every later one), else ``full``
+    last: Span  # the last wave: F*P .. F*P + last_a - 1
+
+    a_bytes: np.ndarray  # A bytes a CTA requests per k-block (``cta_bytes``)
+    b_bytes: np.ndarray  # B bytes
+    line_off: np.ndarray  # share of A/B rows off their 128-byte line (``line_shares``)
+    sector_off: np.ndarray  # share off their 32-byte sector
 
     @classmethod
-    def of(cls, m, n, k, tile_m, tile_n, tile_k, sms) -> Grid:
+    def of(cls, v: dict) -> Grid:
+        """From evaluate()'s input arrays by name (integers as int64, broadcast together)."""
+        m, n, k, tile_m, tile_n, tile_k = (v[name] for name in ("m", "n", "k", "tile_m", "tile_n", "tile_k"))
+        sms, raster, in_bytes = v["sms"], v["raster"], v["in_bytes"]
         s = ceil_div(k, tile_k)
         tiles_m, tiles_n = ceil_div(m, tile_m), ceil_div(n, tile_n)
         tiles = tiles_m * tiles_n
@@ -47,9 +96,40 @@ class Grid:
         # TMA skips what overhangs M, N and K
         useful_ab = ((m / (tiles_m * tile_m)) * tile_m + (n / (tiles_n * tile_n)) * tile_n) \
             / (tile_m + tile_n) * (k / (s * tile_k))
+        first_a, last_a = np.minimum(tiles, sms), np.where(rem > 0, rem, sms)
+        d_m, d_n = reuse_distance(tiles_m, tiles_n, raster)
+        zero = np.zeros_like(tiles)
+
+        def span(t0, a):
+            return Span.of(t0, a, tiles_m, tiles_n, raster).with_bytes(tiles_m, tiles_n, tile_m, tile_n, tile_k,
+                                                                      in_bytes, m, n, k, s)
+
+        a_bytes, b_bytes = cta_bytes(tile_m, tile_n, tile_k, v["cluster_m"], v["cluster_n"], in_bytes,
+                                     v["sf_bytes_per_elem"])
+        line_off, sector_off = line_shares(k, in_bytes)
         return cls(k_blocks=s, tiles_m=tiles_m, tiles_n=tiles_n, tiles=tiles, full_waves=full_waves,
-                   rem=rem, first_a=np.minimum(tiles, sms), last_a=np.where(rem > 0, rem, sms),
-                   n_waves=full_waves + (rem > 0), useful=useful, useful_ab=useful_ab)
+                   rem=rem, first_a=first_a, last_a=last_a, n_waves=full_waves + (rem > 0), useful=useful,
+                   useful_ab=useful_ab, d_m=d_m, d_n=d_n, first=span(zero, first_a), full=span(zero, sms),
+                   later=span(np.where(full_waves > 1, sms, 0), sms), last=span(full_waves * sms, last_a),
+                   a_bytes=a_bytes, b_bytes=b_bytes, line_off=line_off, sector_off=sector_off)
+
+
+def cta_bytes(tile_m, tile_n, tile_k, cluster_m, cluster_n, in_bytes, sf_bytes_per_elem):
+    """(A bytes, B bytes) a CTA requests per k-block, block-scale factors included, after
+    cluster multicast: TM/cn * TK * (b + sf) and TN/cm * TK * (b + sf)."""
+    elem = in_bytes + sf_bytes_per_elem
+    return (tile_m / cluster_n) * tile_k * elem, (tile_n / cluster_m) * tile_k * elem
+
+
+def line_shares(k, in_bytes):
+    """(share of rows off their 128-byte line, share off their 32-byte sector).
+
+    A and B rows are pad_k(K) elements apart, so the pitch p = pad_k(K)*b is a multiple
+    of 16 bytes but not always of the 128-byte line: row r starts at r*p mod 128, which is
+    0 for a share gcd(p, 128)/128 of the rows and on a 32-byte sector for a share
+    gcd(p, 32)/32: 1 - gcd(p, 128)/128 and 1 - gcd(p, 32)/32."""
+    pitch = pad_k(np.asarray(k, dtype=np.int64)) * np.asarray(in_bytes).astype(np.int64)
+    return 1.0 - np.gcd(pitch, 128) / 128.0, 1.0 - np.gcd(pitch, 32) / 32.0
 
 
 def wave_panels(t0, a, tiles_m, tiles_n, raster):
@@ -102,25 +182,48 @@ def wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_by
         1 - (M + N)*K / (T * (TM + TN) * S * TK).
     Panels count their useful rows only: TMA never loads the rows of a tile that overhang
     the matrix (M = 1 with TM = 64), so those are no hits."""
-    tile_m = np.minimum(tile_m, m / np.maximum(tiles_m, 1))
-    tile_n = np.minimum(tile_n, n / np.maximum(tiles_n, 1))
-    r_m, r_n = wave_panels(t0, a, tiles_m, tiles_n, raster)
-    a1 = np.maximum(a, 1)
-    unique = r_m * tile_m + r_n * tile_n
-    per_kblock = unique * tile_k * in_bytes
+    w = WaveBytes.of(Span.of(t0, a, tiles_m, tiles_n, raster), tiles_m, tiles_n, tile_m, tile_n, tile_k, in_bytes,
+                     m, n, k, s)
     d_m, d_n = reuse_distance(tiles_m, tiles_n, raster)
-    f_m = np.minimum(1.0, l2e / (per_kblock * (window_kblocks + skew_kblocks * d_m)))
-    f_n = np.minimum(1.0, l2e / (per_kblock * (window_kblocks + skew_kblocks * d_n)))
-    hits = (a1 - r_m) * tile_m * f_m + (a1 - r_n) * tile_n * f_n
-    prev = t0 >= a1
-    u_m, u_n = wave_panels(np.maximum(t0 - a1, 0), 2 * a1, tiles_m, tiles_n, raster)
-    p_m, p_n = wave_panels(np.maximum(t0 - a1, 0), a1, tiles_m, tiles_n, raster)
-    over_m = np.where(prev, np.maximum(p_m + r_m - u_m, 0), 0)
-    over_n = np.where(prev, np.maximum(p_n + r_n - u_n, 0), 0)
-    f_x = np.minimum(1.0, l2e / ((u_m * tile_m + u_n * tile_n) * s * tile_k * in_bytes))
-    hits = hits + (over_m * tile_m + over_n * tile_n) * f_x
-    h = np.clip(hits / (a1 * (tile_m + tile_n)), 0.0, 1.0)
-    fits = (m + n) * k * in_bytes <= l2e
-    tiles = tiles_m * tiles_n
-    compulsory = 1.0 - (m + n) * k / (tiles * (tile_m + tile_n) * s * tile_k)
-    return np.where(fits, np.maximum(h, np.clip(compulsory, 0.0, 1.0)), h)
+    return span_hit_rate(w, l2e, window_kblocks, skew_kblocks, d_m, d_n)
+
+
+@dataclass(frozen=True)
+class WaveBytes:
+    """What ``wave_hit_rate`` needs of a wave besides the L2 constants: its panels' rows
+    and bytes (``Span`` over the useful tile extent TM' = min(TM, M/tiles_m), TN' likewise)."""
+
+    per_kblock: np.ndarray  # (r_m*TM' + r_n*TN') * TK * b: the wave's unique bytes per k-block
+    hit_m: np.ndarray  # (a - r_m) * TM': A rows read again
+    hit_n: np.ndarray  # (a - r_n) * TN'
+    over: np.ndarray  # rows of panels the previous wave read too
+    both_bytes: np.ndarray  # (u_m*TM' + u_n*TN') * S * TK * b: what both waves stream over K
+    rows: np.ndarray  # a * (TM' + TN'): every row the wave reads
+    ab_bytes: np.ndarray  # (M + N) * K * b
+    compulsory: np.ndarray  # the compulsory-only hit rate, in [0, 1]
+
+    @classmethod
+    def of(cls, w: Span, tiles_m, tiles_n, tile_m, tile_n, tile_k, in_bytes, m, n, k, s) -> WaveBytes:
+        tile_m = np.minimum(tile_m, m / np.maximum(tiles_m, 1))
+        tile_n = np.minimum(tile_n, n / np.maximum(tiles_n, 1))
+        r_m, r_n, a1 = w.r_m, w.r_n, w.a1
+        over_m = np.where(w.prev, np.maximum(w.p_m + r_m - w.u_m, 0), 0)
+        over_n = np.where(w.prev, np.maximum(w.p_n + r_n - w.u_n, 0), 0)
+        compulsory = 1.0 - (m + n) * k / (tiles_m * tiles_n * (tile_m + tile_n) * s * tile_k)
+        return cls(per_kblock=(r_m * tile_m + r_n * tile_n) * tile_k * in_bytes,
+                   hit_m=(a1 - r_m) * tile_m, hit_n=(a1 - r_n) * tile_n, over=over_m * tile_m + over_n * tile_n,
+                   both_bytes=(w.u_m * tile_m + w.u_n * tile_n) * s * tile_k * in_bytes,
+                   rows=a1 * (tile_m + tile_n), ab_bytes=(m + n) * k * in_bytes,
+                   compulsory=np.clip(compulsory, 0.0, 1.0))
+
+
+def span_hit_rate(w: WaveBytes, l2e, window_kblocks, skew_kblocks, d_m, d_n):
+    """``wave_hit_rate`` of the wave ``w`` (its panels' bytes), with the L2 constants and
+    the reuse distances (d_m, d_n) of ``reuse_distance``."""
+    f_m = np.minimum(1.0, l2e / (w.per_kblock * (window_kblocks + skew_kblocks * d_m)))
+    f_n = np.minimum(1.0, l2e / (w.per_kblock * (window_kblocks + skew_kblocks * d_n)))
+    hits = w.hit_m * f_m + w.hit_n * f_n
+    f_x = np.minimum(1.0, l2e / w.both_bytes)
+    hits = hits + w.over * f_x
+    h = np.clip(hits / w.rows, 0.0, 1.0)
+    return np.where(w.ab_bytes <= l2e, np.maximum(h, w.compulsory), h)

@@ -81,8 +81,9 @@ class Inputs:
         return np.shape(self.m)
 
     @classmethod
-    def of(cls, named: dict, on: Switches) -> Inputs:
-        """From the arrays of INPUTS by name (numpy, broadcast together) and the switches."""
+    def of(cls, named: dict, on: Switches, grid: Grid | None = None) -> Inputs:
+        """From the arrays of INPUTS by name (numpy, broadcast together) and the switches;
+        ``grid``: ``grid_of`` the same arrays (None: computed here)."""
         missing = [name for name in INPUTS if name not in named]
         if missing:
             raise TypeError(f"ws-pipelined evaluate(): missing input(s) {', '.join(missing)}")
@@ -91,9 +92,19 @@ class Inputs:
             values[name] = values[name].astype(np.int64)
         values["persistent"] = values["persistent"].astype(bool)
         c = PipelinedConstants(**{name: values.pop(name) for name in CONSTANTS})
-        grid = Grid.of(values["m"], values["n"], values["k"], values["tile_m"], values["tile_n"],
-                       values["tile_k"], values["sms"])
+        if grid is None:
+            grid = Grid.of(values)
+        elif np.shape(grid.tiles) != np.shape(values["m"]):
+            raise ValueError(f"ws-pipelined evaluate(): grid of shape {np.shape(grid.tiles)} for inputs of "
+                             f"shape {np.shape(values['m'])}")
         return cls(**values, c=c, on=on, grid=grid)
+
+
+def grid_of(named: dict) -> Grid:
+    """The tile grid, wave panels and request bytes of evaluate()'s named input arrays:
+    sizes, tiling, raster, SMs, element bytes, no parameter, so one grid serves every
+    evaluation that varies the parameters (a fit)."""
+    return Inputs.of(named, Switches()).grid
 
 
 ARRAYS = tuple(f.name for f in dataclasses.fields(Inputs) if f.name not in ("c", "on", "grid"))
