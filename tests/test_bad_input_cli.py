@@ -290,3 +290,53 @@ def test_a_negative_or_non_finite_time_is_never_an_answer():
     for bad in (-1.0, 0.0, float("inf"), float("nan"), None):
         with pytest.raises(UserError, match=r"internal error: model sync gave predicted_us"):
             check_times(good.with_columns(pl.Series("predicted_us", [bad], dtype=pl.Float64)))
+
+
+# ------------------------------------------------------------------ output paths of every command
+
+SHIPPED = ROOT / "results" / GPU / "shipped"
+WRITERS = [  # (argv with OUT where the output goes, the flag named)
+    (["fit", "--gpu", GPU, "--measurements", SHIPPED / "measurements" / "squares.csv", "--out", "OUT"], "--out"),
+    (["fit", "--gpu", GPU, "--measurements", SHIPPED / "measurements" / "squares.csv", "--out", "p.json",
+      "--correction-out", "OUT"], "--correction-out"),
+    (["accuracy", "--gpu", GPU, "--measurements", SHIPPED / "measurements" / "squares.csv", "--out", "a.json",
+      "--table", "OUT"], "--table"),
+    (["merge", SHIPPED / "measurements" / "squares.csv", "--out", "OUT"], "--out"),
+    (["hardware", "--gpu", GPU, "--source", "catalog", "--out", "OUT"], "--out"),
+    (["collect", "--testlist", ROOT / "testlists" / "squares.csv", "--out", "OUT"], "--out"),
+    (["microbench", "--out", "OUT"], "--out"),
+    (["predict", "--gpu", GPU, "--shape", "256x256x256", "--output", "OUT"], "--output"),
+    (["simulate", "--gpu", GPU, "--shape", "256x256x256", "--out", "OUT"], "--out"),
+]
+
+
+@pytest.mark.parametrize("argv,flag", WRITERS, ids=lambda v: v[0] if isinstance(v, list) else v)
+def test_an_output_that_is_a_folder_stops_before_any_work(capsys, tmp_path, argv, flag):
+    (tmp_path / "adir").mkdir()
+    started = time.perf_counter()
+    refused(capsys, *[("adir" if a == "OUT" else a) for a in argv], match=f"{flag} adir: is a folder")
+    assert time.perf_counter() - started < 5  # refused up front, not after a fit
+
+
+@pytest.mark.parametrize("argv,flag", WRITERS[:1] + WRITERS[-2:], ids=lambda v: v[0] if isinstance(v, list) else v)
+def test_an_output_in_a_missing_folder_is_written_there(capsys, tmp_path, argv, flag):
+    if argv[0] == "fit":
+        argv = ["fit", "--gpu", GPU, "--out", "OUT"]  # descriptor defaults: no fit to wait for
+    code, _, err = run(capsys, *[("new/sub/out.json" if a == "OUT" else a) for a in argv])
+    assert code == 0, err
+    assert (tmp_path / "new" / "sub" / "out.json").is_file()
+
+
+def test_report_out_dir_that_is_a_file_is_refused(capsys, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    refused(capsys, "report", "--hardware", SHIPPED / "hardware.json", "--params", "p.json", "--testlists", "x",
+            "--predictions", "x.parquet", "--tilings", "x.csv", "--source", "shipped", "--out-dir", "afile",
+            match="--out-dir afile: is a file")
+
+
+@pytest.mark.parametrize("argv", [["predict", "--nosuch"], ["optimize", "--model", "bogus"], ["report"], ["bogus"]])
+def test_a_usage_error_is_one_line(capsys, argv):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1 and "-h)" in err, err

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from pathlib import Path
 
 from .. import __version__
 from ..errors import UserError
@@ -55,6 +57,14 @@ class _Wide(argparse.RawDescriptionHelpFormatter):
         self._action_max_length = 4 + max(map(len, COMMANDS))
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with its usage errors on one line (exit 2, as every user error), the
+    usage itself left to ``-h``."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} -h)\n")
+
+
 def entry_module(command: str) -> str:
     """The dotted name of the module that runs ``command``."""
     return f"{__package__}.{COMMANDS[command][0]}"
@@ -65,7 +75,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     is listed by name and help only. Only the module of the command that runs is
     imported: the commands' imports (scikit-learn, altair, z3, cuda-python) take up
     to seconds, which ``gemmperf gpus`` should not wait for."""
-    parser = argparse.ArgumentParser(prog="gemmperf", description="gemmperf: predict, explain and optimize "
+    parser = Parser(prog="gemmperf", description="gemmperf: predict, explain and optimize "
                                      "GEMM kernel time on NVIDIA GPUs.", epilog=EPILOG,
                                      formatter_class=_Wide)
     parser.add_argument("--version", action="version", version=f"gemmperf {__version__}")
@@ -82,6 +92,32 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# options naming a file or a folder that a command writes: checked before any work, so a
+# long fit or sweep never ends on an unwritable path (a missing folder is created)
+OUTPUT_FILES = ("out", "output", "correction_out", "table", "predictions", "journal")
+OUTPUT_DIRS = ("out_dir", "images_dir")
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Raise UserError for an output file that is a folder (or an output folder that is
+    a file), or whose folder cannot be created."""
+    wanted = [(d, False) for d in OUTPUT_FILES] + [(d, True) for d in OUTPUT_DIRS]
+    for dest, is_dir in wanted:
+        value = getattr(args, dest, None)
+        if not isinstance(value, str) or not value:
+            continue
+        path = Path(value)
+        flag = "--" + dest.replace("_", "-")
+        if not is_dir and (path.is_dir() or value.endswith(("/", os.sep))):
+            raise UserError(f"{flag} {value}: is a folder; give a file name")
+        if is_dir and path.exists() and not path.is_dir():
+            raise UserError(f"{flag} {value}: is a file; give a folder")
+        try:
+            (path if is_dir else path.parent).mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise UserError(f"{flag} {value}: cannot create its folder ({err.strerror})") from None
+
+
 def _command(argv: list[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
@@ -90,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(_command(argv)).parse_args(argv)
     try:
+        check_outputs(args)
         return args.func(args)
     except UserError as err:
         print(f"gemmperf {args.command}: {err}", file=sys.stderr)
