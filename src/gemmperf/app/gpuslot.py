@@ -171,6 +171,11 @@ def add_parsers(sub) -> None:
         "gpu-slot",
         help="run a command on one free GPU of this node (sets CUDA_VISIBLE_DEVICES)",
         description=__doc__.split("\n\n")[1],
+        epilog="examples:\n"
+        "  gemmperf gpu-slot -- gemmperf microbench --out results/h100-sxm5-80gb/microbench.csv\n"
+        "  GEMMPERF_GPUS=0,1 gemmperf gpu-slot --timeout 600 -- gemmperf collect --testlist testlists/llm.csv \\\n"
+        "      --out llm.0-of-2.csv --shard 0/2",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--gpus", help="device ids to share out (default: GEMMPERF_GPUS, "
                    "CUDA_VISIBLE_DEVICES, else every device seen)")
