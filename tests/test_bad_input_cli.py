@@ -245,8 +245,6 @@ def test_optimize_answers_in_one_line(capsys, tmp_path):
     assert match and match["meas"].startswith("measured best 190.2 us (ws-hopper 128x256x64, 4 stages, persistent")
     code, out, _ = run(capsys, *argv, "--explain")
     assert "optimum:" in out and "runner-up:" in out and "solve:" in out and "measured best" in out
-    code, out, _ = run(capsys, "optimize", "--gpu", GPU, "--shape", "4096x4096x4096", "--dtype", "fp8")
-    assert code == 0 and out.startswith(f"4096x4096x4096 fp32 on {GPU}: simt (skipped ws-hopper, ws-ampere: ")
 
 
 def test_predict_explains_in_words(capsys):
@@ -340,3 +338,10 @@ def test_a_usage_error_is_one_line(capsys, argv):
         main(argv)
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.count("\n") == 1 and "-h)" in err, err
+
+
+def test_optimize_over_every_family_answers_only_in_the_dtype_asked(capsys):
+    refused(capsys, "optimize", "--gpu", GPU, "--shape", "4096x4096x4096", "--dtype", "fp8",
+            match="simt: computes fp32, not fp8")
+    code, out, err = run(capsys, "optimize", "--gpu", GPU, "--shape", "1024x1024x1024", "--dtype", "fp32")
+    assert code == 0 and out.startswith(f"1024x1024x1024 fp32 on {GPU}: simt (skipped ws-hopper, ws-ampere: "), err

@@ -105,6 +105,9 @@ def optimize_shape(a, gpu, pset, fams, fix) -> int:
     sols, errors, skipped = [], [], []
     for f in fams:
         try:
+            computed = get_family(f).dtype_for(shape.dtype)
+            if a.family == "all" and computed != shape.dtype:  # never answer another dtype's question
+                raise UserError(f"{f}: computes {computed}, not {shape.dtype}")
             reason = _shape_reason(shape, gpu, f)
             if reason:
                 raise UserError(f"{f}: {reason}")
