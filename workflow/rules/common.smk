@@ -1,3 +1,4 @@
+import hashlib
 import json
 import re
 import sys
@@ -158,3 +159,23 @@ def identity_json(wildcards):
 
 def if_measured(path):
     return lambda w: path.format(gpu=w.gpu) if gpu_plan(w).testlists_measured else []
+
+
+def collect_journal(wildcards):
+    """A collect shard's journal: every measured row, appended as measured. It is not an
+    output of the rule, so Snakemake never deletes it: a killed or failed collect job
+    resumes from it, and the declared output is written from it at the end. Its name
+    carries a hash of what makes old rows stale (the collect code, the timing settings,
+    the GPU's identity), so a change there starts a new journal."""
+    c = config["collect"]
+    stale_if = [
+        code_version("collect"),
+        config["dtype"],
+        c["warm_l2"],
+        c["rel_spread"],
+        c["max_seconds"],
+        identity_json(wildcards),
+    ]
+    tag = hashlib.sha256(json.dumps(stale_if, sort_keys=True).encode()).hexdigest()[:12]
+    w = wildcards
+    return f"results/{w.gpu}/journal/{w.testlist}/{w.shard}-of-{w.shards}.{tag}.csv"

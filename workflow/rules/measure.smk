@@ -4,32 +4,11 @@
 # (CUDA_VISIBLE_DEVICES), so N shards run at once on N GPUs, never two on one.
 #
 # Every value substituted into a command is quoted (`:q`); wildcards are constrained.
-import hashlib
 
 
 wildcard_constraints:
     shard=r"\d+",
     shards=r"\d+",
-
-
-def collect_journal(wildcards):
-    """A collect shard's journal: every measured row, appended as measured. It is not an
-    output of the rule, so Snakemake never deletes it: a killed or failed collect job
-    resumes from it, and the declared output is written from it at the end. Its name
-    carries a hash of what makes old rows stale (the collect code, the timing settings,
-    the GPU's identity), so a change there starts a new journal."""
-    c = config["collect"]
-    stale_if = [
-        code_version("collect"),
-        config["dtype"],
-        c["warm_l2"],
-        c["rel_spread"],
-        c["max_seconds"],
-        identity_json(wildcards),
-    ]
-    tag = hashlib.sha256(json.dumps(stale_if, sort_keys=True).encode()).hexdigest()[:12]
-    w = wildcards
-    return f"results/{w.gpu}/journal/{w.testlist}/{w.shard}-of-{w.shards}.{tag}.csv"
 
 
 rule microbench:
