@@ -33,7 +33,7 @@ def _json(path: Path):
 
     def strip(value):  # wall-clock fields differ between any two runs
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if not any(t in k for t in ("seconds", "time_s", "date"))}
+            return {k: strip(v) for k, v in value.items() if not any(t in k for t in ("seconds", "time_s", "date", "fitted_at"))}
         if isinstance(value, list):
             return [strip(v) for v in value]
         return value
