@@ -58,6 +58,12 @@ def _json_diff(x, y, path: str = "") -> str | None:
     return None if x == y else f"{path}: {x!r} vs {y!r}"
 
 
+def _provenance(df) -> list[str]:
+    """Columns that say when and from which file the parameters came (the fit's date
+    differs between any two runs)."""
+    return [c for c in df.columns if c == "params_source"]
+
+
 def compare(a: Path, b: Path) -> list[str]:
     import polars as pl
     from polars.testing import assert_frame_equal
@@ -76,10 +82,11 @@ def compare(a: Path, b: Path) -> list[str]:
                 if where:
                     problems.append(f"{rel}: JSON differs at {where}")
             elif rel.suffix == ".parquet":
-                assert_frame_equal(pl.read_parquet(fa), pl.read_parquet(fb))
+                ta, tb = pl.read_parquet(fa), pl.read_parquet(fb)
+                assert_frame_equal(ta.drop(_provenance(ta)), tb.drop(_provenance(tb)))
             elif rel.suffix == ".csv" and not rel.parts[0] == "report":
                 ta, tb = pl.read_csv(fa), pl.read_csv(fb)
-                drop = [c for c in ta.columns if "seconds" in c or c.endswith("_s")]
+                drop = [c for c in ta.columns if "seconds" in c or c.endswith("_s")] + _provenance(ta)
                 assert_frame_equal(ta.drop(drop), tb.drop(drop))
             else:
                 continue
