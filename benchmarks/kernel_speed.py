@@ -458,10 +458,12 @@ def ratios(row: dict, fam: str) -> tuple[float | None, float | None]:
     return (v["tflops"] / cool if cool else None), (v["tflops"] / inter if inter else None)
 
 
-def summarize(rows: list[dict], tags: dict, fam: str) -> dict:
-    """Per list: shapes in it, shapes counted (correct, with cuBLAS), median % of cool and interleaved."""
+def summarize(rows: list[dict], tags: dict, fam: str, names: list[str] | None = None) -> dict:
+    """Per list (in ``names``' order): shapes in it, shapes counted (correct, with cuBLAS),
+    median % of cool and interleaved cuBLAS."""
     out = {}
-    for name in dict.fromkeys(t for row in rows for t in tags[row["key"]]):
+    measured = {t for row in rows for t in tags[row["key"]]}
+    for name in [t for t in (names or dict.fromkeys(t for ts in tags.values() for t in ts)) if t in measured]:
         mine = [row for row in rows if name in tags[row["key"]]]
         cool = [c for c, _ in (ratios(r, fam) for r in mine) if c is not None]
         inter = [i for _, i in (ratios(r, fam) for r in mine) if i is not None]
@@ -707,7 +709,7 @@ def main(argv=None) -> int:
     rank = {s: i for i, s in enumerate(tags)}
     rows.sort(key=lambda r: rank[r["key"]])
     fams = list(kernels)
-    summary = summarize(rows, tags, fams[0])
+    summary = summarize(rows, tags, fams[0], list(lists))
     wrong = sorted({key for row in rows for f in fams for key in (row.get(f) or {}).get("wrong", {})})
     notes += [f"{len(wrong)} configurations verified WRONG" + (f": {', '.join(wrong)}" if wrong else ""),
               "* launch-bound: the CPU issued launches about as fast as the GPU ran them; the figure is a lower bound",
