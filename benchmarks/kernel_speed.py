@@ -1,23 +1,40 @@
-"""Kernel speed next to cuBLAS, on a GPU machine.
+"""Kernel speed next to cuBLAS on the same GPU, in the same process (GPU machine).
 
-    PYTHONPATH=src python3 benchmarks/kernel_speed.py [--shapes ...] [--out DIR]
+For each shape (default: 4096^3, 8192^3, testlists/dsv3.csv and the testlists/llm.csv
+shapes with M >= 128) in bf16:
 
-For 4096^3, 8192^3 and the DSV3 shapes (testlists/dsv3.csv) in bf16, times a few
-candidate configurations of each family, keeps the best of each family per shape,
-verifies it on that shape (sampled elements against float64; a wrong result is
-printed as WRONG and never counted as a speed), and times torch.matmul (cuBLAS) in the
-same run with the same method: CUDA events around each launch, median of the timed
-launches after warm-up launches, fresh random inputs (never zeros). torch is optional:
-without it there is no ratio column.
+1. cuBLAS first (cool) timing: after an idle pause, a short block of
+   ``torch.matmul(A, B.T)`` launches, the way a one-off benchmark times it.
+2. Selection: every candidate configuration of each family gets a short block; the
+   fastest is verified on the shape (sampled elements against float64, poisoned output,
+   guard after C); a wrong one is printed as WRONG, never counted, and the next fastest
+   is verified instead.
+3. Interleaved rounds: the verified ws-hopper winner and cuBLAS alternate (ours first in
+   even rounds, cuBLAS first in odd ones), each block preceded by the same heavy warm-up
+   (a few hundred ms of back-to-back launches of the GEMM about to be timed) and timed
+   over the same number of launches on both sides; the figures are medians over rounds.
+
+A block is timed with one pair of CUDA events around its launches (ms per launch =
+elapsed / launches); the SM clock, power, temperature, performance state and active
+clock-event reasons are read through NVML (never set) while the block's last launches
+still run. A figure marked ``*`` was launch-bound: issuing one launch cost the CPU at
+least 90 % of the GPU time of one launch, so the GPU may have idled between launches.
+
+Inputs are fresh uniform random values in [-1, 1) (never zeros). torch is optional:
+without it there is no cuBLAS figure. ``--max-minutes`` bounds the run: shapes are run
+squares first, then the lists in turn, each in an order spread over its length, and the
+shapes that do not fit are skipped and named.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import ctypes
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -27,10 +44,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from gemmperf.kernels import get_family, hopper  # noqa: E402
-from gemmperf.kernels.builder import build  # noqa: E402
-from gemmperf.kernels.launch import GemmRunner, device_arch, ensure_context  # noqa: E402
-from gemmperf.kernels.verify import verify  # noqa: E402
+from gemmperf.errors import UserError  # noqa: E402
+from gemmperf.kernels import build, check_legal, get_family  # noqa: E402
+from gemmperf.kernels.builder import build_all  # noqa: E402
 from gemmperf.problem import KernelConfig as KC  # noqa: E402
 
 CANDIDATES = {
@@ -53,197 +69,661 @@ CANDIDATES = {
     ],
 }
 
+SQUARES = ((4096, 4096, 4096), (8192, 8192, 8192))
+LLM_MIN_M = 128
+COOL_MS = 20.0  # the cool cuBLAS block: short, so the power controller has not reacted yet
+SELECT_WARM_MS, SELECT_MS = 20.0, 30.0  # per candidate in the selection phase
+LAUNCH_PROBE = 16  # warm-up launches whose CPU issue time is measured
+LAUNCH_BOUND = 0.9  # CPU issue time / GPU time per launch at or above which a figure is marked *
+MAX_LAUNCHES = 100_000
+SHAPE_OVERHEAD_S = 0.4  # per shape beside the timed blocks: allocation, fills, verification
+REASONS = {  # NVML clock-event reason bits (nvmlClocksEventReason*)
+    0x1: "idle", 0x2: "app-clocks", 0x4: "sw-power-cap", 0x8: "hw-slowdown", 0x10: "sync-boost",
+    0x20: "sw-thermal", 0x40: "hw-thermal", 0x80: "power-brake", 0x100: "display-clocks",
+}
 
-def read_shapes(path: Path) -> list[tuple[int, int, int]]:
+
+# ------------------------------------------------------------------------------ shapes
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    """'MxNxK' -> (M, N, K), each a positive integer."""
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise UserError(f"shape {text!r}: expected MxNxK with positive integers, e.g. 4096x4096x4096")
+    return tuple(int(p) for p in parts)
+
+
+def read_testlist(path: Path, min_m: int = 1) -> list[tuple[int, int, int]]:
+    """The (m, n, k) rows of a testlist CSV with m >= min_m."""
+    out = []
     with path.open() as fh:
-        return [(int(r["m"]), int(r["n"]), int(r["k"])) for r in csv.DictReader(fh)]
-
-
-def reps_for(flops: float, rate: float) -> int:
-    """Enough launches for ~0.3 s of timing, between 3 and 50."""
-    return int(min(50, max(3, 0.3 / (flops / rate))))
-
-
-def time_kernel(kern, m, n, k, reps) -> float:
-    with GemmRunner(kern, m, n, k) as run:
-        run.fill(int.from_bytes(os.urandom(4), "little"))
-        return statistics.median(run.time(reps=reps, warmup=2))
-
-
-def time_torch(m, n, k, reps) -> float | None:
-    try:
-        import torch
-    except ImportError:
-        return None
-    a = torch.rand(m, k, device="cuda", dtype=torch.bfloat16) * 2 - 1
-    b = torch.rand(n, k, device="cuda", dtype=torch.bfloat16) * 2 - 1
-    for _ in range(2):
-        torch.matmul(a, b.t())
-    evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-    for s, e in evs:
-        s.record()
-        torch.matmul(a, b.t())
-        e.record()
-    torch.cuda.synchronize()
-    out = statistics.median(s.elapsed_time(e) for s, e in evs)
-    del a, b
-    torch.cuda.empty_cache()
+        for line, row in enumerate(csv.DictReader(fh), start=2):
+            shape = []
+            for col in ("m", "n", "k"):
+                raw = (row.get(col) or "").strip()
+                if not raw.isdigit() or int(raw) < 1:
+                    raise UserError(f"{path}:{line}: column {col} = {raw!r}: not a positive integer")
+                shape.append(int(raw))
+            if shape[0] >= min_m:
+                out.append(tuple(shape))
     return out
 
 
-def gpu_info() -> dict:
-    info = {"host": platform.node()}
+def shape_lists(shapes: list[str] | None, dsv3: bool = True, llm: bool = True) -> dict[str, list]:
+    """The named shape lists to run: the --shapes given, or the squares, dsv3 and llm."""
+    if shapes:
+        return {"shapes": [parse_shape(s) for s in shapes]}
+    lists = {"square": list(SQUARES)}
+    if dsv3:
+        lists["dsv3"] = read_testlist(ROOT / "testlists" / "dsv3.csv")
+    if llm:
+        lists["llm"] = read_testlist(ROOT / "testlists" / "llm.csv", min_m=LLM_MIN_M)
+    return lists
+
+
+def tags_of(lists: dict[str, list]) -> dict[tuple, list[str]]:
+    """Each distinct shape (table order: list by list) -> the lists it belongs to."""
+    tags: dict[tuple, list[str]] = {}
+    for name, shapes in lists.items():
+        for s in shapes:
+            if name not in tags.setdefault(s, []):
+                tags[s].append(name)
+    return tags
+
+
+def spread_order(count: int) -> list[int]:
+    """0..count-1 in van der Corput order (0, 1/2, 1/4, 3/4, ... of the range): every prefix
+    is spread over the whole range."""
+    bits = max(1, count.bit_length())  # 2**bits > count: the grid hits every index
+    order = {}
+    for j in range(2**bits):
+        order.setdefault(int(format(j, f"0{bits}b")[::-1], 2) * count >> bits, None)
+    return list(order)
+
+
+def run_order(lists: dict[str, list]) -> list[tuple]:
+    """The first list in full, then the other lists in turn, each in spread order, no repeats;
+    a run cut short still samples every list across its length."""
+    names = list(lists)
+    order = list(lists[names[0]])
+    queues = [[lists[n][i] for i in spread_order(len(lists[n]))] for n in names[1:]]
+    for i in range(max((len(q) for q in queues), default=0)):
+        order += [q[i] for q in queues if i < len(q)]
+    return list(dict.fromkeys(order))
+
+
+# ------------------------------------------------------------------------------ budget
+
+
+def launches_for(ms: float, per_launch_ms: float, floor: int) -> int:
+    """Launches filling about ``ms`` milliseconds, at least ``floor``."""
+    return int(min(MAX_LAUNCHES, max(floor, round(ms / max(per_launch_ms, 1e-6)))))
+
+
+def shape_seconds(rounds: int, warmup_ms: float, block_ms: float, candidates: int, cool_pause_s: float) -> float:
+    """Estimated wall time of one shape (timed blocks plus fixed overhead)."""
+    blocks_ms = COOL_MS + candidates * (SELECT_WARM_MS + SELECT_MS) + rounds * 2 * (warmup_ms + block_ms)
+    return cool_pause_s + blocks_ms / 1e3 + SHAPE_OVERHEAD_S
+
+
+def fit_budget(order: list, per_shape_s: float, left_s: float) -> tuple[list, list]:
+    """(shapes that fit in ``left_s`` seconds, shapes skipped), keeping ``order``."""
+    fit = max(0, int(left_s // per_shape_s)) if per_shape_s > 0 else len(order)
+    return order[:fit], order[fit:]
+
+
+# ------------------------------------------------------------------------------ clocks and power
+
+
+def decode_reasons(bits: int) -> list[str]:
+    """Names of the active NVML clock-event reason bits."""
+    names = [name for bit, name in REASONS.items() if bits & bit]
+    rest = bits & ~sum(REASONS)
+    return names + ([f"0x{rest:x}"] if rest else [])
+
+
+def _number(text: str):
+    text = text.strip()
     try:
-        q = "name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit"
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20).stdout.strip()
-        info["nvidia_smi"] = out
-    except (OSError, subprocess.SubprocessError) as err:
-        info["nvidia_smi"] = f"unavailable: {err}"
+        return float(text)
+    except ValueError:
+        return None if text.startswith("[") or not text else text
+
+
+def parse_smi(line: str) -> dict:
+    """One line of ``nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu,pstate
+    --format=csv,noheader,nounits`` -> the fields Telemetry.read returns."""
+    vals = [_number(v) for v in line.split(",")]
+    if len(vals) != 4:
+        return {}
+    return {"sm_mhz": vals[0], "power_w": vals[1], "temp_c": vals[2],
+            "pstate": vals[3] if isinstance(vals[3], str) else None, "reasons": None}
+
+
+class Telemetry:
+    """SM clock, power, temperature, performance state and clock-event reasons of one GPU,
+    read (never set) through NVML (ctypes on libnvidia-ml.so.1), else nvidia-smi, else not."""
+
+    def __init__(self, index: int = 0, pci_bus_id: str | None = None):
+        self.index, self.lib, self.handle, self.source = index, None, None, "none"
+        try:
+            lib = ctypes.CDLL("libnvidia-ml.so.1")
+            if lib.nvmlInit_v2() != 0:
+                raise OSError("nvmlInit_v2 failed")
+            handle = ctypes.c_void_p()
+            rc = lib.nvmlDeviceGetHandleByPciBusId_v2(pci_bus_id.encode(), ctypes.byref(handle)) if pci_bus_id else 1
+            if rc != 0:
+                rc = lib.nvmlDeviceGetHandleByIndex_v2(ctypes.c_uint(index), ctypes.byref(handle))
+            if rc != 0:
+                raise OSError(f"no NVML handle for GPU {index}")
+            self.lib, self.handle, self.source = lib, handle, "nvml"
+        except (OSError, AttributeError):
+            if shutil.which("nvidia-smi"):
+                self.source = "nvidia-smi"
+
+    def _get(self, name: str, *args, ctype=ctypes.c_uint):
+        fn = getattr(self.lib, name, None)
+        out = ctype()
+        if fn is None or fn(self.handle, *args, ctypes.byref(out)) != 0:
+            return None
+        return out.value
+
+    def _text(self, name: str, *lead) -> str | None:
+        fn = getattr(self.lib, name, None)
+        buf = ctypes.create_string_buffer(96)
+        if fn is None or fn(*lead, buf, ctypes.c_uint(96)) != 0:
+            return None
+        return buf.value.decode(errors="replace")
+
+    def read(self) -> dict:
+        """{sm_mhz, power_w, temp_c, pstate, reasons} now (None where unknown)."""
+        if self.source == "nvml":
+            reasons = self._get("nvmlDeviceGetCurrentClocksEventReasons", ctype=ctypes.c_ulonglong)
+            if reasons is None:
+                reasons = self._get("nvmlDeviceGetCurrentClocksThrottleReasons", ctype=ctypes.c_ulonglong)
+            mw = self._get("nvmlDeviceGetPowerUsage")
+            pstate = self._get("nvmlDeviceGetPerformanceState", ctype=ctypes.c_int)
+            return {"sm_mhz": self._get("nvmlDeviceGetClockInfo", ctypes.c_int(1)),  # NVML_CLOCK_SM
+                    "power_w": None if mw is None else mw / 1000,
+                    "temp_c": self._get("nvmlDeviceGetTemperature", ctypes.c_int(0)),  # NVML_TEMPERATURE_GPU
+                    "pstate": f"P{pstate}" if pstate is not None and 0 <= pstate < 16 else None,
+                    "reasons": None if reasons is None else decode_reasons(reasons)}
+        if self.source == "nvidia-smi":
+            q = ["nvidia-smi", f"--id={self.index}", "--query-gpu=clocks.sm,power.draw,temperature.gpu,pstate",
+                 "--format=csv,noheader,nounits"]
+            try:
+                out = subprocess.run(q, capture_output=True, text=True, timeout=10).stdout
+                return parse_smi(out.strip().splitlines()[0]) if out.strip() else {}
+            except (OSError, subprocess.SubprocessError):
+                return {}
+        return {}
+
+    def describe(self) -> str:
+        """One line: name, driver, maximum SM clock, memory clock, power limit (as found)."""
+        if self.source == "nvml":
+            mw = self._get("nvmlDeviceGetEnforcedPowerLimit")
+            fields = [self._text("nvmlDeviceGetName", self.handle), self._text("nvmlSystemGetDriverVersion"),
+                      f"SM max {self._get('nvmlDeviceGetMaxClockInfo', ctypes.c_int(1))} MHz",
+                      f"memory {self._get('nvmlDeviceGetClockInfo', ctypes.c_int(2))} MHz",
+                      f"power limit {mw / 1000:.0f} W" if mw else "power limit unknown"]
+            return ", ".join(str(f) for f in fields)
+        if self.source == "nvidia-smi":
+            q = "name,driver_version,clocks.max.sm,clocks.mem,power.limit"
+            try:
+                return subprocess.run(["nvidia-smi", f"--id={self.index}", f"--query-gpu={q}", "--format=csv,noheader"],
+                                      capture_output=True, text=True, timeout=20).stdout.strip()
+            except (OSError, subprocess.SubprocessError) as err:
+                return f"nvidia-smi failed: {err}"
+        return "no NVML and no nvidia-smi: clocks and power unknown"
+
+
+# ------------------------------------------------------------------------------ timing
+
+
+class BlockTimer:
+    """Times blocks of back-to-back launches on one stream with one pair of CUDA events."""
+
+    def __init__(self, stream: int, telemetry: Telemetry):
+        from cuda.bindings import driver as cu
+
+        from gemmperf.kernels.driver import check
+
+        self.cu, self.check, self.stream, self.telemetry = cu, check, stream, telemetry
+        flags = cu.CUevent_flags.CU_EVENT_DEFAULT
+        self.start, self.mark, self.end = (check(cu.cuEventCreate(flags)) for _ in range(3))
+
+    def run(self, launch, n_warm: int, n: int, read: bool = True) -> dict:
+        """``n_warm`` untimed launches, then ``n`` timed ones: ms per launch, the CPU's issue
+        time per launch (first warm-up launches, queue empty), the GPU state near the end."""
+        cu, check = self.cu, self.check
+        probe, cpu_ms, t0 = max(1, min(LAUNCH_PROBE, n_warm)), 0.0, time.perf_counter()
+        for i in range(n_warm):
+            launch()
+            if i + 1 == probe:
+                cpu_ms = (time.perf_counter() - t0) * 1e3 / probe
+        check(cu.cuEventRecord(self.start, self.stream))
+        tail = n - max(1, n // 8)
+        for i in range(n):
+            if i == tail:
+                check(cu.cuEventRecord(self.mark, self.stream))
+            launch()
+        check(cu.cuEventRecord(self.end, self.stream))
+        check(cu.cuEventSynchronize(self.mark))
+        state = self.telemetry.read() if read else {}  # the last eighth of the block still runs
+        check(cu.cuEventSynchronize(self.end))
+        ms = float(check(cu.cuEventElapsedTime(self.start, self.end))) / n
+        return {"ms": ms, "launches": n, "warmup": n_warm, "launch_cpu_ms": cpu_ms,
+                "launch_bound": cpu_ms >= LAUNCH_BOUND * ms, **state}
+
+    def calibrate(self, launch) -> float:
+        """ms of one launch: one untimed launch (first-call set-up), three timed."""
+        return self.run(launch, 1, 3, read=False)["ms"]
+
+
+class Cublas:
+    """torch.matmul(A, B.T) in bf16 on fresh inputs in [-1, 1) (B.T is a view, made once)."""
+
+    def __init__(self, torch, m: int, n: int, k: int):
+        self.torch = torch
+        self.a = torch.rand(m, k, device="cuda", dtype=torch.bfloat16) * 2 - 1
+        self.bt = (torch.rand(n, k, device="cuda", dtype=torch.bfloat16) * 2 - 1).t()
+        torch.cuda.synchronize()
+
+    def launch(self) -> None:
+        self.torch.matmul(self.a, self.bt)
+
+    def close(self) -> None:
+        del self.a, self.bt
+        self.torch.cuda.empty_cache()
+
+
+def figure(blocks: list[dict], flops: float) -> dict:
+    """Median over blocks: TFLOP/s, ms, SM clock, power; the hottest temperature, every
+    reason seen, launch-bound if any block was."""
+    def med(key):
+        vals = [b[key] for b in blocks if isinstance(b.get(key), (int, float))]
+        return statistics.median(vals) if vals else None
+
+    ms = statistics.median(b["ms"] for b in blocks)
+    temps = [b["temp_c"] for b in blocks if isinstance(b.get("temp_c"), (int, float))]
+    reasons = sorted({r for b in blocks for r in (b.get("reasons") or [])})
+    return {"tflops": flops / ms / 1e9, "ms": ms, "sm_mhz": med("sm_mhz"), "power_w": med("power_w"),
+            "temp_c": max(temps) if temps else None, "pstate": blocks[-1].get("pstate"), "reasons": reasons,
+            "launch_bound": any(b["launch_bound"] for b in blocks), "blocks": blocks}
+
+
+# ------------------------------------------------------------------------------ one shape
+
+
+def select(timer: BlockTimer, kernels: list, shape: tuple, t_est: float | None) -> list[tuple[float, object]]:
+    """(ms per launch, kernel) of every candidate, fastest first; each on a short block."""
+    from gemmperf.kernels.launch import GemmRunner
+
+    out = []
+    for kern in kernels:
+        with GemmRunner(kern, *shape, stream=timer.stream) as run:
+            run.fill(int.from_bytes(os.urandom(4), "little"))
+            t = t_est if t_est else timer.calibrate(run.launch)
+            res = timer.run(run.launch, launches_for(SELECT_WARM_MS, t, 2), launches_for(SELECT_MS, t, 3), read=False)
+        out.append((res["ms"], kern))
+    return sorted(out, key=lambda x: x[0])
+
+
+def verified_winner(ranked: list, shape: tuple, stream: int):
+    """The fastest candidate that verifies: (ms, kernel, open runner, VerifyResult) or None,
+    and {config key: why} of the wrong ones tried before it."""
+    from gemmperf.kernels.launch import GemmRunner
+    from gemmperf.kernels.verify import verify
+
+    wrong = {}
+    for ms, kern in ranked:
+        run = GemmRunner(kern, *shape, stream=stream)
+        res = verify(kern, *shape, runner=run)
+        if res.ok:
+            return (ms, kern, run, res), wrong
+        wrong[kern.config.key()] = res.reason
+        print(f"  WRONG {'x'.join(map(str, shape))} {kern.config.key()}: {res.reason}", flush=True)
+        run.close()
+    return None, wrong
+
+
+def family_entry(kern, res, tflops: float, selection: list, flops: float, wrong: dict) -> dict:
+    return {"config": kern.config.key(), "tflops": tflops, "ok": True, "rel_err": res.max_rel_err,
+            "why": res.reason, "registers": kern.resources.registers, "smem": kern.resources.smem_total,
+            "spills": kern.resources.spills, "wrong": wrong,
+            "selection": {k.config.key(): flops / ms / 1e9 for ms, k in selection}}
+
+
+def interleave(timer: BlockTimer, sides: dict, n_warm: int, n: int, rounds: int) -> dict[str, list]:
+    """Rounds of one block per side, the order reversed every round; each block after its
+    own heavy warm-up, the same launch counts on every side."""
+    names, out = list(sides), {name: [] for name in sides}
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            out[name].append({**timer.run(sides[name], n_warm, n), "round": r})
+    return out
+
+
+def measure_shape(timer: BlockTimer, torch, kernels: dict, shape: tuple, opts) -> dict:
+    """Everything measured for one shape (see the module docstring)."""
+    m, n, k = shape
+    flops = 2.0 * m * n * k
+    row = {"shape": f"{m}x{n}x{k}", "flops": flops, "cublas_tflops": None, "cublas": {}}
+    ref = Cublas(torch, m, n, k) if torch else None
+    t_ref = None
+    try:
+        if ref:
+            time.sleep(opts.cool_pause)
+            t_ref = timer.calibrate(ref.launch)
+            cool = figure([timer.run(ref.launch, 2, launches_for(COOL_MS, t_ref, 3))], flops)
+            row["cublas"]["cool"], row["cublas_tflops"] = cool, cool["tflops"]
+        for i, (fam, kerns) in enumerate(kernels.items()):
+            ranked = select(timer, kerns, shape, t_ref if i == 0 else None)
+            won, wrong = verified_winner(ranked, shape, timer.stream)
+            if won is None:
+                row[fam] = {"config": None, "tflops": None, "ok": False, "wrong": wrong}
+                continue
+            ms, kern, run, res = won
+            try:
+                if i == 0 and opts.rounds:  # the headline family: interleaved with cuBLAS
+                    t = t_ref or ms
+                    sides = {"ours": run.launch, **({"cublas": ref.launch} if ref else {})}
+                    got = interleave(timer, sides, launches_for(opts.warmup_ms, t, 2),
+                                     launches_for(opts.block_ms, t, 3), opts.rounds)
+                    ours = figure(got["ours"], flops)
+                    if ref:
+                        row["cublas"]["interleaved"] = figure(got["cublas"], flops)
+                    row[fam] = {**family_entry(kern, res, ours["tflops"], ranked, flops, wrong), "figure": ours}
+                else:
+                    row[fam] = family_entry(kern, res, flops / ms / 1e9, ranked, flops, wrong)
+            finally:
+                run.close()
+    finally:
+        if ref:
+            ref.close()
+    row["cublas_interleaved_tflops"] = (row["cublas"].get("interleaved") or {}).get("tflops")
+    return row
+
+
+# ------------------------------------------------------------------------------ report
+
+
+def ratios(row: dict, fam: str) -> tuple[float | None, float | None]:
+    """(fam / cool cuBLAS, fam / interleaved cuBLAS), None where either side is missing or wrong."""
+    v = row.get(fam) or {}
+    if not v.get("ok") or not v.get("tflops"):
+        return None, None
+    cool, inter = row.get("cublas_tflops"), row.get("cublas_interleaved_tflops")
+    return (v["tflops"] / cool if cool else None), (v["tflops"] / inter if inter else None)
+
+
+def summarize(rows: list[dict], tags: dict, fam: str, names: list[str] | None = None) -> dict:
+    """Per list (in ``names``' order): shapes in it, shapes counted (correct, with cuBLAS),
+    median % of cool and interleaved cuBLAS."""
+    out = {}
+    measured = {t for row in rows for t in tags[row["key"]]}
+    for name in [t for t in (names or dict.fromkeys(t for ts in tags.values() for t in ts)) if t in measured]:
+        mine = [row for row in rows if name in tags[row["key"]]]
+        cool = [c for c, _ in (ratios(r, fam) for r in mine) if c is not None]
+        inter = [i for _, i in (ratios(r, fam) for r in mine) if i is not None]
+        out[name] = {"shapes": len(mine), "counted": len(inter) or len(cool),
+                     "median_pct_cool": 100 * statistics.median(cool) if cool else None,
+                     "median_pct_interleaved": 100 * statistics.median(inter) if inter else None}
+    return out
+
+
+def fmt_fig(fig: dict | None) -> str:
+    """'760.1 (1755 MHz, 699 W)' with * when launch-bound; '-' when absent."""
+    if not fig or fig.get("tflops") is None:
+        return "-"
+    bits = [f"{fig['sm_mhz']:.0f} MHz" if fig.get("sm_mhz") is not None else None,
+            f"{fig['power_w']:.0f} W" if fig.get("power_w") is not None else None]
+    state = ", ".join(b for b in bits if b)
+    return f"{fig['tflops']:.1f}{'*' if fig.get('launch_bound') else ''}" + (f" ({state})" if state else "")
+
+
+def pct(x: float | None) -> str:
+    return f"{100 * x:.0f}%" if x is not None else "-"
+
+
+def shape_line(row: dict, tags: list[str], fam: str, seconds: float) -> str:
+    """The one line printed per shape as it finishes."""
+    v = row.get(fam) or {}
+    cool, inter = ratios(row, fam)
+    ours = "WRONG (every candidate)" if v and not v.get("ok") else fmt_fig(v.get("figure") or v)
+    return (f"{row['shape']:>18s} [{','.join(tags)}] cuBLAS cool {fmt_fig(row['cublas'].get('cool'))} | "
+            f"interleaved {fmt_fig(row['cublas'].get('interleaved'))} | {fam} {ours} = {pct(inter)} of "
+            f"interleaved, {pct(cool)} of cool | {v.get('config') or '-'} | {seconds:.1f} s")
+
+
+def markdown(rows: list[dict], tags: dict, fams: list[str], summary: dict, notes: list[str]) -> str:
+    """The speed table, the medians per list, the other families, and the notes."""
+    fam = fams[0]
+    lines = [f"| shape | lists | cuBLAS cool | cuBLAS interleaved | {fam} | % of cool | % of interleaved | {fam} configuration |",
+             "|---|---|---:|---:|---:|---:|---:|---|"]
+    for row in rows:
+        v = row.get(fam) or {}
+        cool, inter = ratios(row, fam)
+        ours = "WRONG" if v and not v.get("ok") else fmt_fig(v.get("figure") or v)
+        lines.append(f"| {row['shape']} | {', '.join(tags[row['key']])} | {fmt_fig(row['cublas'].get('cool'))} | "
+                     f"{fmt_fig(row['cublas'].get('interleaved'))} | {ours} | {pct(cool)} | {pct(inter)} | "
+                     f"{v.get('config') or '-'} |")
+    lines.append("")
+    for name, s in summary.items():
+        med = [f"{s[k]:.0f}% of {w} cuBLAS" for k, w in (("median_pct_interleaved", "interleaved"),
+                                                        ("median_pct_cool", "cool")) if s[k] is not None]
+        lines.append(f"- median of {fam} over {name} ({s['counted']} of {s['shapes']} shapes counted): "
+                     + (", ".join(med) if med else "no cuBLAS figure"))
+    if len(fams) > 1:
+        lines += ["", "| shape | " + " | ".join(f"{f} | % of cool cuBLAS" for f in fams[1:]) + " |",
+                  "|---|" + "---:|---:|" * (len(fams) - 1)]
+        for row in rows:
+            cells = []
+            for f in fams[1:]:
+                v = row.get(f) or {}
+                cells += ["WRONG" if v and not v.get("ok") else fmt_fig(v), pct(ratios(row, f)[0])]
+            lines.append(f"| {row['shape']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines + [""] + [f"- {n}" for n in notes]) + "\n"
+
+
+# ------------------------------------------------------------------------------ main
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="kernel_speed.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Time the best configuration of each kernel family against cuBLAS (torch.matmul, bf16) "
+                    "on the local GPU: cuBLAS cool, then interleaved with the ws-hopper winner; clocks and power "
+                    "next to every figure. Writes kernel_speed.json and kernel_speed.md under --out.",
+        epilog="examples:\n"
+               "  PYTHONPATH=src python3 benchmarks/kernel_speed.py --out $OUT           # squares, dsv3, llm (M >= 128)\n"
+               "  PYTHONPATH=src python3 benchmarks/kernel_speed.py --shapes 4096x4096x4096 8192x8192x8192\n"
+               "  PYTHONPATH=src python3 benchmarks/kernel_speed.py --no-dsv3 --no-llm --rounds 8\n"
+               "  PYTHONPATH=src python3 benchmarks/kernel_speed.py --families ws-hopper ws-ampere simt --no-llm")
+    p.add_argument("--shapes", nargs="*", metavar="MxNxK", help="only these shapes (default: 4096^3, 8192^3, "
+                   "testlists/dsv3.csv and the testlists/llm.csv shapes with M >= 128)")
+    p.add_argument("--no-dsv3", action="store_true", help="leave out testlists/dsv3.csv")
+    p.add_argument("--no-llm", action="store_true", help="leave out testlists/llm.csv")
+    p.add_argument("--families", nargs="+", default=["ws-hopper"], choices=list(CANDIDATES), metavar="FAMILY",
+                   help="families to time (default ws-hopper; the first is interleaved with cuBLAS): "
+                   + ", ".join(CANDIDATES))
+    p.add_argument("--rounds", type=int, default=4, help="interleaved rounds per shape, order reversed "
+                   "every round (default 4; 0: no interleaving)")
+    p.add_argument("--warmup-ms", type=float, default=200.0, help="heavy warm-up before every interleaved "
+                   "block, in ms of back-to-back launches (default 200)")
+    p.add_argument("--block-ms", type=float, default=80.0, help="length of one interleaved timed block (default 80)")
+    p.add_argument("--cool-pause", type=float, default=0.3, metavar="S",
+                   help="idle seconds before the cool cuBLAS timing of each shape (default 0.3)")
+    p.add_argument("--max-minutes", type=float, default=6.0, help="stop starting shapes once the run would "
+                   "pass this many minutes; the skipped shapes are named (default 6)")
+    p.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for kernel_speed.{json,md} "
+                   "(default $OUT or .)")
+    args = p.parse_args(argv)
+    for name in ("rounds", "warmup_ms", "block_ms", "cool_pause", "max_minutes"):
+        value = getattr(args, name)
+        if not value >= 0 or value == float("inf"):
+            raise UserError(f"--{name.replace('_', '-')} = {value}: must be a finite number >= 0")
+    return args
+
+
+def pci_bus_id(index: int) -> str | None:
+    try:
+        from cuda.bindings import driver as cu
+
+        from gemmperf.kernels.driver import check
+
+        bus = check(cu.cuDeviceGetPCIBusId(32, check(cu.cuDeviceGet(index))))
+        bus = bus.split(b"\0")[0].decode() if isinstance(bus, bytes) else str(bus)
+        return bus or None
+    except Exception:  # NVML then falls back to the device index
+        return None
+
+
+def versions() -> dict:
+    out = {}
     try:
         import cuda.bindings
         import cuda.core
 
         from gemmperf.kernels.builder import nvrtc_version
 
-        info["cuda_core"] = cuda.core.__version__
-        info["cuda_bindings"] = cuda.bindings.__version__
-        info["nvrtc"] = ".".join(map(str, nvrtc_version()))
+        out = {"cuda_core": cuda.core.__version__, "cuda_bindings": cuda.bindings.__version__,
+               "nvrtc": ".".join(map(str, nvrtc_version()))}
     except Exception as err:  # informational only
-        info["versions"] = str(err)
-    return info
+        out["versions"] = str(err)
+    return out
 
 
-def epilogue_ab(shapes, arch) -> int:
-    """Interleaved A/B of the two ws-hopper epilogues (quad-transposed 16 B vs 4 B stores)."""
-    variants = {}
-    for quad in (1, 0):
-        hopper.QUAD_EPILOGUE = quad
-        variants[quad] = [build(c, arch) for c in (CANDIDATES["ws-hopper"][0], CANDIDATES["ws-hopper"][3])]
-    hopper.QUAD_EPILOGUE = 1
-    for m, n, k in shapes:
-        flops = 2.0 * m * n * k
-        for i in range(2):
-            res = {0: [], 1: []}
-            for _ in range(4):
-                for quad in (1, 0):
-                    res[quad].append(time_kernel(variants[quad][i], m, n, k, reps_for(flops, 600e12)))
-            q, b = (flops / statistics.median(res[x]) / 1e9 for x in (1, 0))
-            print(f"A/B {m}x{n}x{k} {variants[1][i].config.key()}: quad {q:.1f}  4B {b:.1f} TFLOP/s", flush=True)
-    return 0
+def load_torch():
+    try:
+        import torch
+    except ImportError:
+        print("torch is not importable: no cuBLAS figures, ours timed alone", flush=True)
+        return None
+    return torch
+
+
+def compile_candidates(families: list[str], gpu, arch: str) -> dict[str, list]:
+    """Each family's legal candidates, compiled once (in parallel, through the NVRTC disk cache)."""
+    configs = {}
+    for fam in families:
+        if not get_family(fam).runs_on_arch(arch):
+            print(f"{fam}: needs {get_family(fam).arch_rule}, this GPU is {arch}: skipped", flush=True)
+            continue
+        for cfg in CANDIDATES[fam]:
+            why = check_legal(cfg, gpu)
+            if why:
+                print(f"{cfg.key()}: not legal here ({why}): skipped", flush=True)
+            else:
+                configs.setdefault(fam, []).append(cfg)
+    flat = [c for cs in configs.values() for c in cs]
+    failed = build_all(flat, arch, jobs=max(1, min(len(flat), os.cpu_count() or 1)))
+    for key, err in failed.items():
+        print(f"{key}: does not compile ({err}): skipped", flush=True)
+    kernels = {f: [build(c, arch) for c in cs if c.key() not in failed] for f, cs in configs.items()}
+    kernels = {f: ks for f, ks in kernels.items() if ks}
+    if not kernels:
+        raise UserError(f"no candidate of {', '.join(families)} runs on this {arch} GPU")
+    return kernels
+
+
+def plan(args, lists: dict, n_candidates: int, elapsed_s: float) -> tuple[list, list, list[str]]:
+    """(shapes to run in run order, shapes skipped, notes) within --max-minutes."""
+    order = run_order(lists)
+    per = shape_seconds(args.rounds, args.warmup_ms, args.block_ms, n_candidates, args.cool_pause)
+    todo, skipped = fit_budget(order, per, args.max_minutes * 60 - elapsed_s)
+    notes = []
+    if skipped:
+        notes.append(f"--max-minutes {args.max_minutes:g}: {len(order)} shapes need about "
+                     f"{(elapsed_s + per * len(order)) / 60:.1f} min; running {len(todo)}, skipping "
+                     + " ".join("x".join(map(str, s)) for s in skipped))
+        print(notes[-1], flush=True)
+    return todo, skipped, notes
+
+
+def run_shapes(timer, torch, kernels, todo, tags, args, t_start) -> tuple[list, list, str | None]:
+    """Measure ``todo`` in order until --max-minutes would pass: (rows, skipped, error line)."""
+    rows, done_s = [], []
+    for i, shape in enumerate(todo):
+        elapsed = time.monotonic() - t_start
+        if done_s and elapsed + 1.5 * statistics.mean(done_s) > args.max_minutes * 60:
+            return rows, todo[i:], None
+        t0 = time.monotonic()
+        try:
+            row = measure_shape(timer, torch, kernels, shape, args)
+        except Exception as err:  # a failing launch: keep what was measured, name the shape
+            return rows, todo[i + 1:], f"{'x'.join(map(str, shape))}: {type(err).__name__}: {err}"
+        row["key"] = shape
+        rows.append(row)
+        done_s.append(time.monotonic() - t0)
+        print(shape_line(row, tags[shape], next(iter(kernels)), done_s[-1]), flush=True)
+    return rows, [], None
+
+
+def write(out: Path, result: dict, md: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "kernel_speed.json").write_text(json.dumps(result, indent=1, default=str))
+    (out / "kernel_speed.md").write_text(md)
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser()
-    p.add_argument("--shapes", nargs="*", help="MxNxK shapes (default: 4096^3, 8192^3 and testlists/dsv3.csv)")
-    p.add_argument("--no-dsv3", action="store_true")
-    p.add_argument("--families", nargs="*", default=list(CANDIDATES))
-    p.add_argument("--ab-epilogue", action="store_true", help="also time ws-hopper with the 4-byte epilogue")
-    p.add_argument("--rounds", type=int, default=3, help="interleaved cuBLAS/ws-hopper re-timing rounds")
-    p.add_argument("--ab-only", action="store_true", help="only the interleaved epilogue A/B on the shapes")
-    p.add_argument("--out", default=os.environ.get("OUT", "."))
-    args = p.parse_args(argv)
+    t_start = time.monotonic()
+    try:
+        args = parse_args(argv)
+        lists = shape_lists(args.shapes, not args.no_dsv3, not args.no_llm)  # bad input fails before the GPU
+        from gemmperf.hardware import probe
+
+        gpu = probe(0)
+    except UserError as err:
+        print(f"kernel_speed: {err}", file=sys.stderr)
+        return 2
+    from gemmperf.kernels.launch import device_arch, ensure_context
 
     ensure_context(0)
     arch = device_arch(0)
-    info = gpu_info()
+    telemetry = Telemetry(0, pci_bus_id(0))
+    info = {"host": platform.node(), "nvidia_smi": telemetry.describe(), "telemetry": telemetry.source,
+            "at_start": telemetry.read(), **versions()}
     print(json.dumps(info), flush=True)
-    if args.shapes:
-        shapes = [tuple(int(x) for x in s.lower().split("x")) for s in args.shapes]
-    else:
-        shapes = [(4096, 4096, 4096), (8192, 8192, 8192)]
-        if not args.no_dsv3:
-            shapes += read_shapes(ROOT / "testlists" / "dsv3.csv")
-
-    if args.ab_only:
-        return epilogue_ab(shapes, arch)
-
-    kernels = {}
-    for fam in args.families:
-        for cfg in CANDIDATES[fam]:
-            if not get_family(fam).runs_on_arch(arch):
-                continue
-            kernels.setdefault(fam, []).append(build(cfg, arch))
-    if args.ab_epilogue and "ws-hopper" in kernels:
-        hopper.QUAD_EPILOGUE = 0
-        kernels["ws-hopper/4B-epilogue"] = [build(c, arch) for c in CANDIDATES["ws-hopper"][:3]]
-        hopper.QUAD_EPILOGUE = 1
-
-    rough = {"ws-hopper": 600e12, "ws-hopper/4B-epilogue": 600e12, "ws-ampere": 150e12, "simt": 30e12}
-    rows = []
-    for m, n, k in shapes:
-        flops = 2.0 * m * n * k
-        row = {"shape": f"{m}x{n}x{k}", "flops": flops}
-        t_ref = time_torch(m, n, k, reps_for(flops, 700e12))
-        row["cublas_tflops"] = flops / t_ref / 1e9 if t_ref else None
-        for fam, kerns in kernels.items():
-            best = None
-            for kern in kerns:
-                ms = time_kernel(kern, m, n, k, reps_for(flops, rough[fam]))
-                if best is None or ms < best[0]:
-                    best = (ms, kern)
-            ms, kern = best
-            if args.rounds and t_ref and fam.startswith("ws-hopper"):
-                # same conditions for both: alternate cuBLAS and the winner (clocks drift
-                # with temperature and power), medians over all rounds
-                ts_k, ts_r = [], []
-                for _ in range(args.rounds):
-                    ts_r.append(time_torch(m, n, k, reps_for(flops, 700e12)))
-                    ts_k.append(time_kernel(kern, m, n, k, reps_for(flops, rough[fam])))
-                ms = statistics.median(ts_k)
-                row[fam + "/cublas_paired"] = flops / statistics.median(ts_r) / 1e9
-            ok, rel, why = verify(kern, m, n, k)
-            row[fam] = {
-                "config": kern.config.key(),
-                "tflops": flops / ms / 1e9,
-                "ok": ok,
-                "rel_err": rel,
-                "why": why,
-                "registers": kern.resources.registers,
-                "smem": kern.resources.smem_total,
-            }
-        rows.append(row)
-        cells = []
-        for fam in kernels:
-            r = row[fam]
-            tag = "" if r["ok"] else " WRONG"
-            ref_f = row.get(fam + "/cublas_paired") or row["cublas_tflops"]
-            ratio = f" ({r['tflops'] / ref_f:.0%} of {ref_f:.0f})" if ref_f else ""
-            cells.append(f"{fam} {r['tflops']:.1f}{ratio}{tag}")
-        ref = f"{row['cublas_tflops']:.1f}" if row["cublas_tflops"] else "-"
-        print(f"{row['shape']:>20s} cuBLAS {ref} | " + " | ".join(cells), flush=True)
-
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "kernel_speed.json").write_text(json.dumps({"gpu": info, "arch": arch, "rows": rows}, indent=1))
-    # markdown table
+    torch = load_torch()
+    if torch:
+        info["torch"] = torch.__version__
+    try:
+        kernels = compile_candidates(args.families, gpu, arch)
+    except UserError as err:
+        print(f"kernel_speed: {err}", file=sys.stderr)
+        return 2
+    todo, skipped, notes = plan(args, lists, sum(map(len, kernels.values())), time.monotonic() - t_start)
+    tags = tags_of(lists)
+    stream = int(torch.cuda.current_stream().cuda_stream) if torch else 0
+    timer = BlockTimer(stream, telemetry)
+    rows, late, error = run_shapes(timer, torch, kernels, todo, tags, args, t_start)
+    if late:
+        notes.append(f"--max-minutes {args.max_minutes:g}: time was up after {len(rows)} shapes; not measured: "
+                     + " ".join("x".join(map(str, s)) for s in late))
+        print(notes[-1], flush=True)
+    if error:
+        notes.append(f"stopped by an error: {error}")
+        print(f"kernel_speed: {error}", file=sys.stderr)
+    rank = {s: i for i, s in enumerate(tags)}
+    rows.sort(key=lambda r: rank[r["key"]])
     fams = list(kernels)
-    lines = ["| shape | cuBLAS | " + " | ".join(f"{f} | %" for f in fams) + " |",
-             "|---|---:|" + "---:|---:|" * len(fams)]
+    summary = summarize(rows, tags, fams[0], list(lists))
+    wrong = sorted({key for row in rows for f in fams for key in (row.get(f) or {}).get("wrong", {})})
+    notes += [f"{len(wrong)} configurations verified WRONG" + (f": {', '.join(wrong)}" if wrong else ""),
+              "* launch-bound: the CPU issued launches about as fast as the GPU ran them; the figure is a lower bound",
+              f"GPU: {info['nvidia_smi']}; clocks and power read through {telemetry.source} near the end of each "
+              f"timed block (medians over rounds); {time.strftime('%Y-%m-%d %H:%M:%S')}, "
+              f"{(time.monotonic() - t_start) / 60:.1f} min"]
+    md = markdown(rows, tags, fams, summary, notes)
     for row in rows:
-        ref = row["cublas_tflops"]
-        cells = []
-        for f in fams:
-            r = row[f]
-            val = f"{r['tflops']:.1f}" + ("" if r["ok"] else " WRONG")
-            cells.append(val)
-            ref_f = row.get(f + "/cublas_paired") or ref
-            cells.append(f"{r['tflops'] / ref_f:.0%}" if ref_f else "-")
-        lines.append(f"| {row['shape']} | {ref:.1f} | " + " | ".join(cells) + " |" if ref else
-                     f"| {row['shape']} | - | " + " | ".join(cells) + " |")
-    best = {}
-    for row in rows:
-        for f in fams:
-            best.setdefault(f, {}).setdefault(row[f]["config"], 0)
-            best[f][row[f]["config"]] += 1
-    lines.append("")
-    lines.append("ws-hopper % is against cuBLAS re-timed interleaved with the winner (cuBLAS column: first timing).")
-    lines.append("Winning configurations (count of shapes): " + json.dumps(best))
-    (out / "kernel_speed.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    wrong = sum(1 for row in rows for f in fams if not row[f]["ok"])
-    print(f"{wrong} wrong results; {time.strftime('%Y-%m-%d %H:%M:%S')}")
-    return 1 if wrong else 0
+        row["lists"] = tags[row.pop("key")]
+    settings = {k: v for k, v in vars(args).items() if k != "out"}
+    write(Path(args.out), {"gpu": info, "arch": arch, "settings": settings, "rows": rows, "summary": summary,
+                           "skipped": ["x".join(map(str, s)) for s in skipped + late], "notes": notes}, md)
+    print(md, flush=True)
+    return 1 if wrong or error else 0
 
 
 if __name__ == "__main__":
