@@ -7,7 +7,7 @@ import subprocess
 
 from ..hardware import probe
 from ..kernels.builder import nvrtc_version
-from ..kernels.driver import check
+from ..kernels.driver import compute_arch
 
 _NVML: dict = {}
 
@@ -80,13 +80,7 @@ def measurement_context(gpu) -> dict:
 
 def local_arch(index: int = 0) -> str:
     """The architecture the kernels are compiled for on the local GPU (the rule of
-    kernels.launch.device_arch), read without creating a context. Without a CUDA driver
+    kernels.driver.compute_arch), read without creating a context. Without a CUDA driver
     or device: hardware.NoGPU, the one-line "no GPU" message."""
     probe(index)
-    from cuda.bindings import driver as cu
-
-    dev = check(cu.cuDeviceGet(index))
-    A = cu.CUdevice_attribute
-    major = int(check(cu.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)))
-    minor = int(check(cu.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)))
-    return f"sm_{major}{minor}" + ("a" if major == 9 else "")
+    return compute_arch(index)

@@ -1,4 +1,5 @@
-"""Errors of the CUDA driver API (cuda.bindings), unwrapped into exceptions."""
+"""Errors of the CUDA driver API (cuda.bindings), unwrapped into exceptions, and the
+architecture rule the kernels are compiled by."""
 
 from __future__ import annotations
 
@@ -26,3 +27,15 @@ def check(result):
     if not rest:
         return None
     return rest[0] if len(rest) == 1 else rest
+
+
+def compute_arch(device: int = 0) -> str:
+    """The architecture the kernels are compiled for on ``device`` (sm_90a on Hopper:
+    wgmma and TMA need the arch-specific target). Needs cuInit, not a context."""
+    from cuda.bindings import driver as cu
+
+    dev = check(cu.cuDeviceGet(device))
+    A = cu.CUdevice_attribute
+    major = int(check(cu.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)))
+    minor = int(check(cu.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)))
+    return f"sm_{major}{minor}" + ("a" if major == 9 else "")

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..problem import DTYPE_BYTES, KernelConfig
 from .builder import compile_source
-from .driver import check
+from .driver import check, compute_arch
 from .families import family_of
 from .family import pad_k
 from .source import read
@@ -58,14 +58,8 @@ def num_sms(device: int = 0) -> int:
 
 
 def device_arch(device: int = 0) -> str:
-    from cuda.bindings import driver as cu
-
     ensure_context(device)
-    dev = check(cu.cuDeviceGet(device))
-    A = cu.CUdevice_attribute
-    major = int(check(cu.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)))
-    minor = int(check(cu.cuDeviceGetAttribute(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)))
-    return f"sm_{major}{minor}" + ("a" if major == 9 else "")
+    return compute_arch(device)
 
 
 class DeviceBuffer:
