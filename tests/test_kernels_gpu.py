@@ -86,16 +86,10 @@ def test_wrong_results_are_caught(arch):
     cfg = CONFIGS[0]
     kern = build(cfg, arch)
     with GemmRunner(kern, 300, 300, 256) as run:
-        orig = run.launch
+        from gemmperf.kernels.launch import launch_plan
 
-        def short_launch():
-            from gemmperf.kernels.launch import kernel_args
-
-            saved = run._args
-            run._args = kernel_args(kern, run.A.ptr, run.B.ptr, run.C.ptr, 300, 300, 128, run.lda, run.ldb)
-            orig()
-            run._args = saved
-
-        run.launch = short_launch
+        short = launch_plan(kern, run.A.ptr, run.B.ptr, run.C.ptr, 300, 300, 128, sms=run.sms,
+                            lda=run.lda, ldb=run.ldb, ldc=run.ldc)
+        run.launch = lambda: short(run.stream)
         ok, rel, why = V.verify(kern, 300, 300, 256, runner=run)
     assert not ok and "tolerance" in why

@@ -34,6 +34,16 @@ SCALE_FACTORS: dict[str, tuple[int, float]] = {"nvfp4": (16, 1.0)}
 FAMILIES = ("ws-hopper", "ws-ampere", "simt")
 MODES = ("full", "load-only", "math-only", "epilogue-only", "empty")
 RASTERS = ("row", "column", "grouped")
+# How the accumulators reach C: "direct" stores from registers (any leading dimension of
+# C), "tma" through a shared-memory staging buffer and TMA bulk tensor stores (C's rows
+# padded to 16 bytes).
+EPILOGUES = ("direct", "tma")
+# How consumer warpgroups share the work: "cooperative" (all on one tile, split along M)
+# or "pingpong" (each on its own tile; their main loops take turns on the tensor cores
+# while the other runs its epilogue).
+SCHEDULES = ("cooperative", "pingpong")
+# The grouped raster's default group: tile rows (cluster rows with clusters) per group.
+DEFAULT_GROUP_M = 8
 
 def check_dtype(dtype: str, origin: str = "dtype") -> str:
     if dtype not in DTYPE_BYTES:
@@ -130,6 +140,12 @@ class KernelConfig:
     persistent: bool = False
     raster: str = "row"
     mode: str = "full"
+    epilogue: str = "direct"
+    schedule: str = "cooperative"
+    # rows of tiles (of clusters) in one group of the grouped raster
+    group_m: int = DEFAULT_GROUP_M
+    # persistent grid: at most this many CTAs (0: as many as fit at once, one per SM)
+    persistent_ctas: int = 0
 
     def __post_init__(self):
         self.validate()
@@ -141,13 +157,20 @@ class KernelConfig:
             raise UserError(f"mode {self.mode!r}: known modes are {', '.join(MODES)}")
         if self.raster not in RASTERS:
             raise UserError(f"raster {self.raster!r}: known orders are {', '.join(RASTERS)}")
+        if self.epilogue not in EPILOGUES:
+            raise UserError(f"epilogue {self.epilogue!r}: known epilogues are {', '.join(EPILOGUES)}")
+        if self.schedule not in SCHEDULES:
+            raise UserError(f"schedule {self.schedule!r}: known schedules are {', '.join(SCHEDULES)}")
         check_dtype(self.dtype)
-        for name in ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n"):
+        for name in ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "group_m"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise UserError(f"{name} must be a positive integer, got {value!r}")
             if value > MAX_DIM:
                 raise UserError(f"{name} = {value} is above the limit {MAX_DIM} ({MAX_DIM_WHY})")
+        ctas = self.persistent_ctas
+        if not isinstance(ctas, int) or isinstance(ctas, bool) or not 0 <= ctas <= MAX_DIM:
+            raise UserError(f"persistent_ctas must be an integer >= 0 (0: one CTA per SM), got {ctas!r}")
         if not isinstance(self.persistent, bool):
             raise UserError(f"persistent must be true or false, got {self.persistent!r}")
 
@@ -156,12 +179,27 @@ class KernelConfig:
         return self.dtype
 
     def key(self) -> str:
-        """Stable short name, used for caches and row identity."""
+        """Stable short name, used for caches and row identity. The dimensions added
+        after the first measurements are named only where they differ from their
+        defaults, so a configuration measured before keeps its name."""
         p = "p" if self.persistent else "np"
+        extra = ""
+        if self.epilogue != "direct":
+            extra += f"-epi{self.epilogue}"
+        if self.schedule != "cooperative":
+            extra += f"-{self.schedule}"
+        if self.group_m != DEFAULT_GROUP_M:
+            extra += f"-g{self.group_m}"
+        if self.persistent_ctas:
+            extra += f"-ctas{self.persistent_ctas}"
         return (
             f"{self.family}-{self.dtype}-{self.tile_m}x{self.tile_n}x{self.tile_k}"
-            f"-s{self.stages}-c{self.cluster_m}x{self.cluster_n}-{p}-{self.raster}-{self.mode}"
+            f"-s{self.stages}-c{self.cluster_m}x{self.cluster_n}-{p}-{self.raster}-{self.mode}{extra}"
         )
+
+    @property
+    def cluster_size(self) -> int:
+        return self.cluster_m * self.cluster_n
 
     def replace(self, **changes) -> KernelConfig:
         return dataclasses.replace(self, **changes)

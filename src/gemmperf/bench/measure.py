@@ -23,9 +23,7 @@ from ..kernels.launch import (
     device_arch,
     ensure_context,
     fill_random,
-    grid_size,
-    kernel_args,
-    launch_raw,
+    launch_plan,
 )
 from ..kernels.verify import verify
 from ..problem import DTYPE_BYTES, KernelConfig
@@ -105,10 +103,9 @@ class Measurer:
                     return {**row, "status": "wrong_result", "reason": check_.reason[:500]}
                 c_ptr = runner.C.ptr
                 pool = self.input_pool(m, n, k, cfg.dtype)
-                args = [kernel_args(kern, a.ptr, b.ptr, c_ptr, m, n, k) for a, b in pool]
-                func, grid = kern.function(), grid_size(cfg, m, n, runner.sms)
-                row.update(self.time(lambda i: launch_raw(func, grid, kern.threads, kern.dynamic_smem,
-                                                           self.stream, args[i % len(args)]), len(args)))
+                plans = [launch_plan(kern, a.ptr, b.ptr, c_ptr, m, n, k, sms=runner.sms, ldc=runner.ldc)
+                         for a, b in pool]
+                row.update(self.time(lambda i: plans[i % len(plans)](self.stream), len(plans)))
         except CudaError as err:
             # a sticky error poisons the context: end this worker, the sweep restarts one
             print(f"CUDA error on {cfg.key()} {m}x{n}x{k}: {err}", file=sys.stderr)

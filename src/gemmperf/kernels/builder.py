@@ -59,6 +59,7 @@ class CompiledKernel:
     log: str = ""
     from_cache: bool = False
     _function: object = field(default=None, repr=False)
+    _max_clusters: int | None = field(default=None, repr=False)  # launch.max_active_clusters
     _module: object = field(default=None, repr=False)
 
     @property

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from ..problem import RASTERS, KernelConfig
+from ..problem import DEFAULT_GROUP_M, RASTERS, KernelConfig
 from .source import GROUP_M
 
 # Deepest shared-memory ring any family accepts.
@@ -26,6 +26,12 @@ K_ALIGN_ELEMS = 8
 def pad_k(k: int) -> int:
     """Leading dimension (elements) of the A and B rows for reduction length ``k``."""
     return (k + K_ALIGN_ELEMS - 1) // K_ALIGN_ELEMS * K_ALIGN_ELEMS
+
+
+def pad_n(n: int) -> int:
+    """Leading dimension (elements) of a 16-bit C padded like A and B: ``n`` rounded up
+    to 8 elements, so every row starts on 16 bytes (TMA stores need it)."""
+    return pad_k(n)
 
 
 def compute_capability(arch: str) -> tuple[int, int]:
@@ -65,8 +71,15 @@ class Family:
     microbench_tiles: tuple[tuple[int, int, int], ...] = ()
     small_picks: tuple[tuple[int, int, int, bool], ...] = ()
     medium_grid: bool = False
+    # Thread-block cluster shapes (cluster_m, cluster_n), epilogues and consumer schedules
+    # the kernel implements (problem.EPILOGUES, problem.SCHEDULES).
+    cluster_shapes: tuple[tuple[int, int], ...] = ((1, 1),)
+    epilogues: tuple[str, ...] = ("direct",)
+    schedules: tuple[str, ...] = ("cooperative",)
+    # Group sizes the grouped raster accepts (tile rows, or cluster rows, per group).
+    group_ms: tuple[int, ...] = (DEFAULT_GROUP_M,)
     # Same for every family today; the models read them from here.
-    group_m = GROUP_M  # tile rows of one group of the grouped raster
+    group_m = GROUP_M  # default tile rows of one group of the grouped raster
     k_align_elems = K_ALIGN_ELEMS
 
     # ------------------------------------------------------------ architecture, dtypes
@@ -94,6 +107,17 @@ class Family:
     @staticmethod
     def pad_k(k: int) -> int:
         return pad_k(k)
+
+    def c_ld(self, cfg: KernelConfig, n: int) -> int:
+        """Leading dimension (elements) of C for ``n`` columns: ``n`` unless the family
+        pads C's rows (ws-hopper)."""
+        return n
+
+    def writes_c_padding(self, cfg: KernelConfig) -> bool:
+        """Whether the kernel's stores may reach into C's row padding (past column N, up
+        to the 16-byte chunk holding column N - 1): TMA stores go out in whole 16-byte
+        chunks."""
+        return False
 
     # ------------------------------------------------------------ resources
 
@@ -139,10 +163,34 @@ class Family:
             return f"{self.name} needs at least {self.min_stages} stages"
         return None
 
+    def check_dimensions(self, cfg: KernelConfig, gpu) -> str | None:
+        """The configuration dimensions beside the tile: cluster shape, epilogue,
+        schedule, raster group and persistent grid. None, or the reason."""
+        if (cfg.cluster_m, cfg.cluster_n) not in self.cluster_shapes:
+            shapes = ", ".join(f"{m}x{n}" for m, n in self.cluster_shapes)
+            return f"{self.name} clusters (cluster_m x cluster_n): {shapes}"
+        if cfg.epilogue not in self.epilogues:
+            return f"{self.name} epilogues: {', '.join(self.epilogues)}"
+        if cfg.schedule not in self.schedules:
+            return f"{self.name} schedules: {', '.join(self.schedules)}"
+        if cfg.raster == "grouped" and cfg.group_m not in self.group_ms:
+            return f"group_m (grouped raster) in {{{', '.join(map(str, self.group_ms))}}}"
+        if cfg.raster != "grouped" and cfg.group_m != DEFAULT_GROUP_M:
+            return f"group_m applies to the grouped raster only (leave it at {DEFAULT_GROUP_M})"
+        if cfg.persistent_ctas:
+            if not cfg.persistent:
+                return "persistent_ctas applies to persistent kernels only (leave it at 0)"
+            if cfg.persistent_ctas > gpu.sms:
+                return f"persistent_ctas {cfg.persistent_ctas} > {gpu.sms} SMs"
+            if cfg.persistent_ctas % cfg.cluster_size:
+                return f"persistent_ctas {cfg.persistent_ctas} is not a multiple of the cluster size {cfg.cluster_size}"
+        return None
+
     def check_legal(self, cfg: KernelConfig, gpu) -> str | None:
         """None if ``cfg`` is legal on ``gpu``, else the reason it is not."""
-        if cfg.cluster_m != 1 or cfg.cluster_n != 1:
-            return "clusters are not implemented (cluster_m = cluster_n = 1)"
+        reason = self.check_dimensions(cfg, gpu)
+        if reason:
+            return reason
         if not self.runs_on(gpu):
             return f"{self.name} needs {self.arch_rule}"
         if cfg.dtype not in self.dtypes:
@@ -170,15 +218,20 @@ class Family:
         return tuple(range(self.min_stages, self.max_stages + 1))
 
     def legal_configs(self, gpu, dtype: str | None = None, modes=("full",)) -> list[KernelConfig]:
-        """Every legal configuration on ``gpu`` (all tiles, stages, persistence, rasters)."""
+        """Every legal configuration on ``gpu``: all tiles, stages, clusters, epilogues,
+        schedules, persistence and rasters (the grouped raster with each group size);
+        the persistent grid at its default (one CTA per SM)."""
         dtype = dtype or self.default_dtype
         out = []
-        for (tm, tn, tk), s, persistent, raster, mode in itertools.product(
-            self.tiles(), self.stage_range(), (False, True), RASTERS, modes
+        for (tm, tn, tk), s, (cm, cn), epi, sched, persistent, raster, mode in itertools.product(
+            self.tiles(), self.stage_range(), self.cluster_shapes, self.epilogues, self.schedules,
+            (False, True), RASTERS, modes
         ):
-            cfg = KernelConfig(self.name, dtype, tm, tn, tk, s, 1, 1, persistent, raster, mode)
-            if self.check_legal(cfg, gpu) is None:
-                out.append(cfg)
+            for group in self.group_ms if raster == "grouped" else (DEFAULT_GROUP_M,):
+                cfg = KernelConfig(self.name, dtype, tm, tn, tk, s, cm, cn, persistent, raster, mode,
+                                   epilogue=epi, schedule=sched, group_m=group)
+                if self.check_legal(cfg, gpu) is None:
+                    out.append(cfg)
         return out
 
     def in_default_sweep(self, cfg: KernelConfig, gpu) -> bool:
@@ -186,8 +239,10 @@ class Family:
         raise NotImplementedError
 
     def default_sweep(self, gpu, dtype: str | None = None, modes=("full",)) -> list[KernelConfig]:
-        """The configurations the project measures by default (see ``in_default_sweep``)."""
-        return [c for c in self.legal_configs(gpu, dtype, modes) if self.in_default_sweep(c, gpu)]
+        """The configurations the project measures by default (see ``in_default_sweep``):
+        the grouped raster at its default group, the persistent grid at one CTA per SM."""
+        return [c for c in self.legal_configs(gpu, dtype, modes)
+                if c.group_m == DEFAULT_GROUP_M and not c.persistent_ctas and self.in_default_sweep(c, gpu)]
 
     def max_legal_stages(self, cfg: KernelConfig, gpu) -> int:
         """The deepest legal ring for ``cfg``'s tile on ``gpu`` (min_stages - 1 if none)."""

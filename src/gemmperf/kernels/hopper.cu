@@ -1,9 +1,24 @@
-#define WG_M (BM / NWG)
-#define MA (WG_M / 64)
-#define NACC (BN / 2)
+// ws-hopper (hopper.py says what each configuration value means).
+// Defined by hopper.py: NWG consumer warpgroups, WG_M rows of C per consumer warpgroup,
+// THREADS, PROD_REGS, CONS_REGS, CLUSTER_M, CLUSTER_N, PINGPONG, EPI_TMA.
+#define MA (WG_M / 64)                       // m64 wgmma rows per consumer warpgroup
+#define NACC (BN / 2)                        // fp32 accumulators per m64 row block
 #define A_STAGE_BYTES (BM * BK * 2)
 #define B_STAGE_BYTES (BN * BK * 2)
 #define STAGE_BYTES (A_STAGE_BYTES + B_STAGE_BYTES)
+#define CS (CLUSTER_M * CLUSTER_N)           // CTAs of a cluster
+#define A_SLICE (BM / CLUSTER_N)             // rows of A each of the CLUSTER_N sharers loads
+#define B_SLICE (BN / CLUSTER_M)             // rows of B each of the CLUSTER_M sharers loads
+#define PEERS (CLUSTER_M + CLUSTER_N - 1)    // CTAs writing into one CTA's ring, itself too
+#if PINGPONG
+#define CONSUMERS_PER_STAGE 1                // one warpgroup reads a ring slot
+#else
+#define CONSUMERS_PER_STAGE NWG
+#endif
+#define STAGING_BYTES (64 * 64 * 2)          // one TMA-epilogue staging buffer
+#define STAGING_TOTAL (EPI_TMA ? NWG * 2 * STAGING_BYTES : 0)
+#define BAR_WG 1                             // named barriers 1, 2: one consumer warpgroup
+#define BAR_ORDER 3                          // named barriers 3, 4: ping-pong turns
 
 struct alignas(64) TmapT { u64 opaque[16]; };
 
@@ -27,18 +42,195 @@ __device__ __forceinline__ void fence_acc(float (&acc)[MA][NACC]) {
 #pragma unroll
         for (int i = 0; i < NACC; ++i) asm volatile("" : "+f"(acc[m][i]) :: "memory");
 }
+
+// ---------------------------------------------------------------- barriers, clusters
 __device__ __forceinline__ void expect_tx(u64 *bar, u32 bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(smem_u32(bar)), "r"(bytes) : "memory");
 }
+__device__ __forceinline__ void named_sync(int id, int count) {
+    asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int count) {
+    asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(count) : "memory");
+}
+#if CS > 1
+__device__ __forceinline__ u32 cluster_rank() {
+    u32 r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r;
+}
+__device__ __forceinline__ u32 cluster_index() {
+    u32 r; asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r)); return r;
+}
+__device__ __forceinline__ u32 cluster_count() {
+    u32 r; asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(r)); return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+// Arrive on the mbarrier at the same offset in the shared memory of cluster CTA ``cta``
+// (release at CTA scope, as for a local arrive: what it orders are this warpgroup's
+// finished wgmma reads of the slot; a cluster-scope release costs a fence per k-block).
+__device__ __forceinline__ void mbar_arrive_remote(u64 *bar, u32 cta) {
+    asm volatile("{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %0, %1;\n"
+                 " mbarrier.arrive.shared::cluster.b64 _, [ra];\n}"
+                 :: "r"(smem_u32(bar)), "r"(cta) : "memory");
+}
+#endif
+
+// Free ring slot ``bar`` in every CTA that writes into this CTA's copy of it: the CTAs
+// of this cluster column (they share B) and of this cluster row (they share A). Called
+// by every thread of a consumer warpgroup; thread i signals the i-th of those CTAs, so
+// the remote arrivals go out in parallel.
+__device__ __forceinline__ void release_slot(u64 *bar, int cm, int cn, int tid) {
+#if CS == 1
+    if (tid == 0) mbar_arrive(bar);
+#else
+    if (tid < CLUSTER_M) {
+        mbar_arrive_remote(bar, tid + CLUSTER_M * cn);
+    } else if (tid < PEERS) {
+        const int j = tid - CLUSTER_M;           // the other CTAs of this cluster row
+        mbar_arrive_remote(bar, cm + CLUSTER_M * (j < cn ? j : j + 1));
+    }
+#endif
+}
+
+// ---------------------------------------------------------------- TMA
 __device__ __forceinline__ void tma_load(void *dst, const TmapT *map, int c0, int c1, u64 *bar) {
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
         :: "r"(smem_u32(dst)), "l"((u64)map), "r"(c0), "r"(c1), "r"(smem_u32(bar)) : "memory");
 }
+#if CS > 1
+// The same box into the same offset of every CTA in ``mask``, each signalling its own
+// mbarrier at ``bar``'s offset.
+__device__ __forceinline__ void tma_load_multicast(void *dst, const TmapT *map, int c0, int c1, u64 *bar, u16 mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%2, %3}], [%4], %5;"
+        :: "r"(smem_u32(dst)), "l"((u64)map), "r"(c0), "r"(c1), "r"(smem_u32(bar)), "h"(mask) : "memory");
+}
+#endif
+#if EPI_TMA
+__device__ __forceinline__ void tma_store(const TmapT *map, int c0, int c1, const void *src) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
+                 :: "l"((u64)map), "r"(c0), "r"(c1), "r"(smem_u32(src)) : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ void stmatrix4(u32 addr, u32 r0, u32 r1, u32 r2, u32 r3) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+                 :: "r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+#endif
+
+// Ring position: slot and phase parity, moved on by ``n`` k-blocks.
+__device__ __forceinline__ void advance(int &stage, u32 &phase, int n) {
+    stage += n % STAGES;
+    phase ^= (u32)(n / STAGES) & 1u;
+    if (stage >= STAGES) { stage -= STAGES; phase ^= 1u; }
+}
+
+// Work unit ``u`` (a cluster's worth of tiles) -> this CTA's tile.
+__device__ __forceinline__ void unit_tile(int u, int units_m, int units_n, int cm, int cn, int &tm, int &tn) {
+    int um, un;
+    tile_coords(u, units_m, units_n, um, un);
+    tm = um * CLUSTER_M + cm;
+    tn = un * CLUSTER_N + cn;
+}
+
+// ---------------------------------------------------------------- epilogues
+#if EPI_TMA
+// Registers -> staging buffer (stmatrix, in the 128-byte swizzle the C tensor map
+// uses) -> TMA store, one 64 x 64 chunk at a time, two buffers per warpgroup so a
+// chunk is written while the one before is still being stored.
+__device__ __forceinline__ void epilogue_tma(float (&acc)[MA][NACC], unsigned char *stage_base, int &buf,
+                                             const TmapT *tmC, int row0, int col0, int cw, int tid) {
+    const int warp = tid / 32, lane = tid % 32;
+    const int q = lane / 8;                          // which of the four 8x8 matrices this lane addresses
+    const int r = warp * 16 + (q & 1) * 8 + lane % 8; // its row in the 64-row chunk
+#pragma unroll
+    for (int m = 0; m < MA; ++m) {
+#pragma unroll
+        for (int ch = 0; ch < BN / 64; ++ch) {
+            unsigned char *dst = stage_base + buf * STAGING_BYTES;
+            if (tid == 0) bulk_wait_read<1>();       // the store from this buffer has read it
+            named_sync(BAR_WG + cw, 128);
+            const u32 row_addr = smem_u32(dst) + r * 128;
+#pragma unroll
+            for (int p = 0; p < 4; ++p) {
+                const int j0 = ch * 8 + 2 * p;        // 8-column group of the accumulators
+                const u32 r0 = pack2(acc[m][4 * j0], acc[m][4 * j0 + 1]);
+                const u32 r1 = pack2(acc[m][4 * j0 + 2], acc[m][4 * j0 + 3]);
+                const u32 r2 = pack2(acc[m][4 * j0 + 4], acc[m][4 * j0 + 5]);
+                const u32 r3 = pack2(acc[m][4 * j0 + 6], acc[m][4 * j0 + 7]);
+                const int chunk = 2 * p + (q >> 1);    // 16-byte chunk of the 128-byte row
+                stmatrix4(row_addr + ((chunk ^ (r & 7)) << 4), r0, r1, r2, r3);
+            }
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            named_sync(BAR_WG + cw, 128);
+            if (tid == 0) {
+                tma_store(tmC, col0 + ch * 64, row0 + m * 64, dst);
+                bulk_commit();
+            }
+            buf ^= 1;
+        }
+    }
+}
+#else
+// Registers -> global. The 4 lanes of a quad hold one row; a 4x4 transpose of packed
+// pairs across the quad gives each lane 8 consecutive columns: one 16-byte store each
+// where the row is 16-byte aligned (ldc % 8 == 0) and the 8 columns lie inside N.
+__device__ __forceinline__ void epilogue_direct(float (&acc)[MA][NACC], u16 *__restrict__ C, int M, int N,
+                                                int ldc, int row_base, int col_base, int tid) {
+    const int warp = tid / 32, lane = tid % 32;
+    const int row0 = row_base + warp * 16 + lane / 4;
+    const int j = lane % 4;
+    const bool vec8 = (ldc & 7) == 0;
+#pragma unroll
+    for (int m = 0; m < MA; ++m) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = row0 + m * 64 + h * 8;
+            u16 *crow = C + (size_t)row * ldc;
+#pragma unroll
+            for (int p = 0; p < BN / 32; ++p) {
+                u32 v[4], r[4];
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+                    v[i] = pack2(acc[m][4 * (4 * p + i) + 2 * h], acc[m][4 * (4 * p + i) + 2 * h + 1]);
+#pragma unroll
+                for (int s = 0; s < 4; ++s) {
+                    const int si = (j - s) & 3;
+                    const u32 send = si == 0 ? v[0] : si == 1 ? v[1] : si == 2 ? v[2] : v[3];
+                    const u32 got = __shfl_sync(0xffffffffu, send, (lane & ~3) | ((j + s) & 3));
+                    const int ri = (j + s) & 3;
+                    r[0] = ri == 0 ? got : r[0];
+                    r[1] = ri == 1 ? got : r[1];
+                    r[2] = ri == 2 ? got : r[2];
+                    r[3] = ri == 3 ? got : r[3];
+                }
+                const int col = col_base + (4 * p + j) * 8;
+                if (row < M) {
+                    if (vec8 && col + 7 < N) {
+                        *(uint4 *)(crow + col) = make_uint4(r[0], r[1], r[2], r[3]);
+                    } else {
+#pragma unroll
+                        for (int i = 0; i < 4; ++i) {
+                            if (col + 2 * i < N) crow[col + 2 * i] = (u16)(r[i] & 0xffffu);
+                            if (col + 2 * i + 1 < N) crow[col + 2 * i + 1] = (u16)(r[i] >> 16);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB,
-            u16 *__restrict__ C, int M, int N, int K)
+            const __grid_constant__ TmapT tmC, u16 *__restrict__ C, int M, int N, int K, int ldc)
 {
 #if MODE == MODE_EMPTY
     return;
@@ -47,17 +239,30 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
     unsigned char *smem = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
     unsigned char *sA = smem;
     unsigned char *sB = smem + STAGES * A_STAGE_BYTES;
-    u64 *full = (u64 *)(sB + STAGES * B_STAGE_BYTES);
+    unsigned char *sC = sB + STAGES * B_STAGE_BYTES;   // TMA epilogue staging (1024-aligned)
+    u64 *full = (u64 *)(sC + STAGING_TOTAL);
     u64 *empty = full + STAGES;
 
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
-    const int tiles = tiles_m * tiles_n;
+    const int units_m = (tiles_m + CLUSTER_M - 1) / CLUSTER_M, units_n = (tiles_n + CLUSTER_N - 1) / CLUSTER_N;
+    const int units = units_m * units_n;
     const int ktiles = (K + BK - 1) / BK;
     const int wg = threadIdx.x / 128;
     const int tid = threadIdx.x % 128;
+#if CS > 1
+    const int rank = (int)cluster_rank();
+    const int first = (int)cluster_index(), stride = (int)cluster_count();
+#else
+    const int rank = 0;
+    const int first = blockIdx.x, stride = gridDim.x;
+#endif
+    const int cm = rank % CLUSTER_M, cn = rank / CLUSTER_M;
 
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) { mbar_init(&full[s], 1); mbar_init(&empty[s], NWG); }
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);
+            mbar_init(&empty[s], CONSUMERS_PER_STAGE * PEERS);
+        }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
 #if MODE == MODE_MATH
@@ -69,6 +274,9 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
 #endif
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __syncthreads();
+#if CS > 1
+    cluster_sync();   // every CTA's barriers are initialised before any remote arrive or multicast
+#endif
 
     if (wg == 0) {
         // ---------------- producer warpgroup: one thread issues TMA
@@ -77,15 +285,32 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
         if (tid == 0) {
             asm volatile("prefetch.tensormap [%0];" :: "l"((u64)&tmA) : "memory");
             asm volatile("prefetch.tensormap [%0];" :: "l"((u64)&tmB) : "memory");
+#if CLUSTER_N > 1
+            u16 mask_a = 0;   // the CTAs of this cluster row
+            for (int j = 0; j < CLUSTER_N; ++j) mask_a |= (u16)(1u << (cm + CLUSTER_M * j));
+#endif
+#if CLUSTER_M > 1
+            const u16 mask_b = (u16)(((1u << CLUSTER_M) - 1u) << (CLUSTER_M * cn));   // this cluster column
+#endif
             int stage = 0; u32 phase = 0;
-            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-                int tm, tn; tile_coords(t, tiles_m, tiles_n, tm, tn);
+            for (int u = first; u < units; u += stride) {
+                int tm, tn; unit_tile(u, units_m, units_n, cm, cn, tm, tn);
                 for (int kt = 0; kt < ktiles; ++kt) {
                     mbar_wait(&empty[stage], phase ^ 1);
                     expect_tx(&full[stage], STAGE_BYTES);
+#if CLUSTER_N > 1
+                    tma_load_multicast(sA + stage * A_STAGE_BYTES + cn * A_SLICE * 128, &tmA, kt * BK,
+                                       tm * BM + cn * A_SLICE, &full[stage], mask_a);
+#else
                     tma_load(sA + stage * A_STAGE_BYTES, &tmA, kt * BK, tm * BM, &full[stage]);
+#endif
+#if CLUSTER_M > 1
+                    tma_load_multicast(sB + stage * B_STAGE_BYTES + cm * B_SLICE * 128, &tmB, kt * BK,
+                                       tn * BN + cm * B_SLICE, &full[stage], mask_b);
+#else
                     tma_load(sB + stage * B_STAGE_BYTES, &tmB, kt * BK, tn * BN, &full[stage]);
-                    if (++stage == STAGES) { stage = 0; phase ^= 1; }
+#endif
+                    advance(stage, phase, 1);
                 }
             }
         }
@@ -96,19 +321,39 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
         const int cw = wg - 1;
         float acc[MA][NACC];
         int stage = 0; u32 phase = 0;
-        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-            int tm, tn; tile_coords(t, tiles_m, tiles_n, tm, tn);
+#if EPI_TMA
+        unsigned char *staging = sC + cw * 2 * STAGING_BYTES;
+        int buf = 0;
+        if (tid == 0) asm volatile("prefetch.tensormap [%0];" :: "l"((u64)&tmC) : "memory");
+#endif
+#if PINGPONG
+        // warpgroup cw takes every other tile of this CTA, starting with its cw-th
+        const int ustep = 2 * stride;
+        int u = first + cw * stride;
+        advance(stage, phase, cw * ktiles);
+        const int wg_row0 = 0;
+#else
+        const int ustep = stride;
+        int u = first;
+        const int wg_row0 = cw * WG_M;
+#endif
+        for (bool first_tile = true; u < units; u += ustep, first_tile = false) {
+            int tm, tn; unit_tile(u, units_m, units_n, cm, cn, tm, tn);
 #pragma unroll
             for (int m = 0; m < MA; ++m)
 #pragma unroll
                 for (int i = 0; i < NACC; ++i) acc[m][i] = 0.0f;
+#if PINGPONG
+            // take the tensor cores after the other warpgroup's main loop on the tile before
+            if (!(cw == 0 && first_tile)) named_sync(BAR_ORDER + cw, 256);
+#endif
 #if MODE == MODE_FULL || MODE == MODE_MATH
             int prev = 0;
             for (int kt = 0; kt < ktiles; ++kt) {
 #if MODE == MODE_FULL
                 mbar_wait(&full[stage], phase);
 #endif
-                const u32 a_base = smem_u32(sA + stage * A_STAGE_BYTES + cw * WG_M * 128);
+                const u32 a_base = smem_u32(sA + stage * A_STAGE_BYTES + wg_row0 * 128);
                 const u32 b_base = smem_u32(sB + stage * B_STAGE_BYTES);
                 fence_acc(acc);
                 wgmma_fence();
@@ -122,97 +367,52 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
                 wgmma_wait<1>();
                 fence_acc(acc);
 #if MODE == MODE_FULL
-                if (kt > 0 && tid == 0) mbar_arrive(&empty[prev]);
+                if (kt > 0) release_slot(&empty[prev], cm, cn, tid);
 #endif
                 prev = stage;
-                if (++stage == STAGES) { stage = 0; phase ^= 1; }
+                advance(stage, phase, 1);
             }
+#if PINGPONG
+            // the other warpgroup's next tile may start issuing behind this one's last wgmma
+            if (u + stride < units) named_arrive(BAR_ORDER + (1 - cw), 256);
+#endif
             wgmma_wait<0>();
             fence_acc(acc);
 #if MODE == MODE_FULL
-            if (ktiles > 0 && tid == 0) mbar_arrive(&empty[prev]);
+            release_slot(&empty[prev], cm, cn, tid);
 #endif
 #elif MODE == MODE_LOAD
             for (int kt = 0; kt < ktiles; ++kt) {
                 mbar_wait(&full[stage], phase);
-                if (tid == 0) mbar_arrive(&empty[stage]);
-                if (++stage == STAGES) { stage = 0; phase ^= 1; }
+                release_slot(&empty[stage], cm, cn, tid);
+                advance(stage, phase, 1);
             }
+#if PINGPONG
+            if (u + stride < units) named_arrive(BAR_ORDER + (1 - cw), 256);
+#endif
+#elif PINGPONG
+            if (u + stride < units) named_arrive(BAR_ORDER + (1 - cw), 256);
+#endif
+#if PINGPONG
+            advance(stage, phase, ktiles);   // the other warpgroup's tile
 #endif
 #if MODE != MODE_LOAD
-            // epilogue: registers -> global, predicated for tails
-            const int warp = tid / 32, lane = tid % 32;
-            const int row0 = tm * BM + cw * WG_M + warp * 16 + lane / 4;
-#if QUAD_EPI
-            // The 4 lanes of a quad hold one row; a 4x4 transpose of packed pairs across
-            // the quad gives each lane 8 consecutive columns: one 16-byte store each.
-            const int j = lane % 4;
-            const bool vec8 = (N & 7) == 0;
-#pragma unroll
-            for (int m = 0; m < MA; ++m) {
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int row = row0 + m * 64 + h * 8;
-                    u16 *crow = C + (size_t)row * N;
-#pragma unroll
-                    for (int p = 0; p < BN / 32; ++p) {
-                        u32 v[4], r[4];
-#pragma unroll
-                        for (int i = 0; i < 4; ++i)
-                            v[i] = pack2(acc[m][4 * (4 * p + i) + 2 * h], acc[m][4 * (4 * p + i) + 2 * h + 1]);
-#pragma unroll
-                        for (int s = 0; s < 4; ++s) {
-                            const int si = (j - s) & 3;
-                            const u32 send = si == 0 ? v[0] : si == 1 ? v[1] : si == 2 ? v[2] : v[3];
-                            const u32 got = __shfl_sync(0xffffffffu, send, (lane & ~3) | ((j + s) & 3));
-                            const int ri = (j + s) & 3;
-                            r[0] = ri == 0 ? got : r[0];
-                            r[1] = ri == 1 ? got : r[1];
-                            r[2] = ri == 2 ? got : r[2];
-                            r[3] = ri == 3 ? got : r[3];
-                        }
-                        const int col = tn * BN + (4 * p + j) * 8;
-                        if (row < M) {
-                            if (vec8 && col + 7 < N) {
-                                *(uint4 *)(crow + col) = make_uint4(r[0], r[1], r[2], r[3]);
-                            } else {
-#pragma unroll
-                                for (int i = 0; i < 4; ++i) {
-                                    if (col + 2 * i < N) crow[col + 2 * i] = (u16)(r[i] & 0xffffu);
-                                    if (col + 2 * i + 1 < N) crow[col + 2 * i + 1] = (u16)(r[i] >> 16);
-                                }
-                            }
-                        }
-                    }
-                }
-            }
+            if (tm < tiles_m && tn < tiles_n) {   // a cluster's CTA past the edge computes nothing to store
+#if EPI_TMA
+                epilogue_tma(acc, staging, buf, &tmC, tm * BM + wg_row0, tn * BN, cw, tid);
 #else
-            const int col0 = tn * BN + (lane % 4) * 2;
-            const bool vec = (N & 1) == 0;
-#pragma unroll
-            for (int m = 0; m < MA; ++m) {
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const int row = row0 + m * 64 + h * 8;
-                    if (row < M) {
-                        u16 *crow = C + (size_t)row * N;
-#pragma unroll
-                        for (int q = 0; q < BN / 8; ++q) {
-                            const int col = col0 + q * 8;
-                            const float v0 = acc[m][4 * q + 2 * h], v1 = acc[m][4 * q + 2 * h + 1];
-                            if (vec && col + 1 < N) {
-                                *(u32 *)(crow + col) = pack2(v0, v1);
-                            } else {
-                                if (col < N) crow[col] = pack1(v0);
-                                if (col + 1 < N) crow[col + 1] = pack1(v1);
-                            }
-                        }
-                    }
-                }
-            }
+                epilogue_direct(acc, C, M, N, ldc, tm * BM + wg_row0, tn * BN, tid);
 #endif
+            }
 #endif
         }
+#if EPI_TMA
+        if (tid == 0) bulk_wait_read<0>();   // the staging buffers are read before the CTA exits
+#endif
     }
+#if CS > 1
+    __syncwarp();
+    cluster_sync();   // no CTA leaves while a peer may still multicast into it or arrive on its barriers
+#endif
 #endif
 }

@@ -1,27 +1,49 @@
 """ws-hopper: warp-specialized TMA + wgmma GEMM for sm_90a.
 
 Layout: A is M x K row-major, B is N x K row-major (K-major, "column-major B"), C is
-M x N row-major; both operands are K-major so wgmma runs with no transposition.
+M x N row-major with its rows padded to 16 bytes (``ldc = pad_n(N)``; the direct
+epilogue also takes an unpadded C); both operands are K-major so wgmma runs with no
+transposition.
+
 One producer warpgroup (a single thread issues TMA, the group gives its registers away
-with ``setmaxnreg``), ``NWG`` consumer warpgroups issuing ``wgmma.m64nBNk16``; a ring of
-``STAGES`` shared-memory buffers with full/empty mbarriers; TMA tiles use the 128-byte
-swizzle (tile K = 64 elements = 128-byte rows) and zero-fill out-of-bounds tails.
+with ``setmaxnreg``) and one or two consumer warpgroups issuing ``wgmma.m64nBNk16``; a
+ring of ``STAGES`` shared-memory buffers with full/empty mbarriers; TMA tiles use the
+128-byte swizzle (tile K = 64 elements = 128-byte rows) and zero-fill out-of-bounds tails.
+The configuration dimensions, each a ``#define`` of ``hopper.cu``:
+
+- schedule ``cooperative``: both consumer warpgroups on one tile, split along M;
+  ``pingpong``: each consumer warpgroup on its own tile (tile_m rows), their main loops
+  take turns on the tensor cores (an ordered pair of named barriers) so one runs its
+  epilogue while the other computes.
+- clusters ``cluster_m x cluster_n`` (1x1, 2x1, 1x2, 2x2): the CTAs of a cluster work
+  on neighbouring tiles; the ``cluster_m`` CTAs of a cluster column share B's tile and
+  the ``cluster_n`` CTAs of a cluster row share A's, each loading a slice of the shared
+  tile and multicasting it to all sharers; a consumer frees a ring slot in every CTA
+  that writes into it.
+- epilogue ``direct``: registers -> global with 16-byte stores (a quad transpose);
+  ``tma``: registers -> a double-buffered 64 x 64 staging buffer per consumer warpgroup
+  (stmatrix, 128-byte swizzle) -> ``cp.async.bulk.tensor`` stores that run while the
+  consumers go on.
+- persistent: one CTA per SM (``persistent_ctas`` caps the grid), each walking the
+  tiles (clusters of tiles) in the raster order; else one CTA per tile.
 """
 
 from __future__ import annotations
 
 from ..problem import KernelConfig
 from . import source
-from .family import MAX_STAGES, Family
+from .family import MAX_STAGES, Family, pad_n
 
 # Registers the producer warpgroup keeps after ``setmaxnreg.dec`` (it only issues TMA).
 PROD_REGS = 40
 # Working registers of a consumer thread beside its accumulators (addresses, descriptors,
 # loop counters, the epilogue's packed values).
 WORKING_REGS = 40
-# 1: quad-transposed 16-byte stores in the epilogue; 0: 4-byte stores straight from the
-# wgmma fragments. A module switch (an integer in the source) for A/B timing.
-QUAD_EPILOGUE = 1
+# The TMA epilogue's staging: per consumer warpgroup, two buffers of 64 rows x 64
+# columns of the 16-bit output (8 KB each), one filled while the other is stored.
+STAGING_BYTES_PER_WG = 2 * 64 * 64 * 2
+# Bytes of one mbarrier.
+MBARRIER_BYTES = 8
 
 
 class WsHopper(Family):
@@ -32,6 +54,10 @@ class WsHopper(Family):
     tile_ks = (64,)  # 64 16-bit elements = one 128-byte swizzled row
     min_stages, max_stages = 2, MAX_STAGES
     tma_operands = True
+    cluster_shapes = ((1, 1), (2, 1), (1, 2), (2, 2))
+    epilogues = ("direct", "tma")
+    schedules = ("cooperative", "pingpong")
+    group_ms = (1, 2, 4, 8, 16)
     arch_rule = "sm_90a"
     source_files = ("prelude.cuh", "hopper.cu")
     bench_stages = 4
@@ -43,7 +69,16 @@ class WsHopper(Family):
         return arch == "sm_90a"  # wgmma and setmaxnreg
 
     def consumer_warpgroups(self, cfg: KernelConfig) -> int:
+        if cfg.schedule == "pingpong":
+            return 2
         return 2 if cfg.tile_m >= 128 else 1
+
+    def warpgroup_rows(self, cfg: KernelConfig) -> int:
+        """Rows of C one consumer warpgroup holds: its share of the tile (cooperative)
+        or the whole tile (ping-pong)."""
+        if cfg.schedule == "pingpong":
+            return cfg.tile_m
+        return cfg.tile_m // self.consumer_warpgroups(cfg)
 
     def consumer_regs(self, cfg: KernelConfig) -> int:
         """Registers a consumer thread gets from ``setmaxnreg.inc``: 64K registers per SM,
@@ -54,13 +89,25 @@ class WsHopper(Family):
         return (self.consumer_warpgroups(cfg) + 1) * 128
 
     def accumulators_per_thread(self, cfg: KernelConfig) -> int:
-        wg_m = cfg.tile_m // self.consumer_warpgroups(cfg)
-        return wg_m * cfg.tile_n // 128
+        return self.warpgroup_rows(cfg) * cfg.tile_n // 128
+
+    def check_shape(self, cfg: KernelConfig) -> str | None:
+        reason = super().check_shape(cfg)
+        if reason:
+            return reason
+        # multicast slices are whole 8-row groups of the 128-byte swizzle (1024 bytes)
+        if (cfg.tile_m // cfg.cluster_n) % 8 or (cfg.tile_n // cfg.cluster_m) % 8:
+            return "a cluster's multicast slices must be multiples of 8 rows"
+        return None
+
+    def staging_bytes(self, cfg: KernelConfig) -> int:
+        return self.consumer_warpgroups(cfg) * STAGING_BYTES_PER_WG if cfg.epilogue == "tma" else 0
 
     def dynamic_smem(self, cfg: KernelConfig) -> int:
-        """The ring, 2 mbarriers a stage, 1 KB to align the ring to 1024 bytes."""
+        """The ring, the TMA epilogue's staging buffers, 2 mbarriers a stage, 1 KB to
+        align the ring to 1024 bytes."""
         stage = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2
-        return cfg.stages * stage + cfg.stages * 16 + 1024
+        return cfg.stages * stage + self.staging_bytes(cfg) + 2 * cfg.stages * MBARRIER_BYTES + 1024
 
     def register_estimate(self, cfg: KernelConfig) -> int:
         return self.accumulators_per_thread(cfg) + WORKING_REGS
@@ -68,13 +115,37 @@ class WsHopper(Family):
     def register_limit(self, cfg: KernelConfig, gpu) -> int:
         return self.consumer_regs(cfg)
 
+    def c_ld(self, cfg: KernelConfig, n: int) -> int:
+        """Leading dimension of C (elements): rows padded to 16 bytes, as TMA needs."""
+        return pad_n(n)
+
+    def writes_c_padding(self, cfg: KernelConfig) -> bool:
+        return cfg.epilogue == "tma"
+
     def in_default_sweep(self, cfg: KernelConfig, gpu) -> bool:
-        """Stages 2, 3, 4 and the most that fit (at most 6); non-persistent with the row
-        raster, persistent with each raster."""
+        """The baseline (cooperative, 1x1, direct epilogue) at stages 2, 4 and the most
+        that fit (at most 6), non-persistent with the row raster and persistent with
+        each raster; then, at 4 stages and the most that fit, each new
+        dimension the fastest kernels combine: the TMA epilogue alone (the same three
+        rasters), with clusters 2x1 and 1x2 (non-persistent row, persistent grouped), 2x2
+        (persistent grouped), and ping-pong with the TMA epilogue at 1x1 and 2x1
+        (non-persistent row, persistent grouped)."""
         top = min(6, self.max_legal_stages(cfg, gpu))
-        if cfg.stages not in {2, 3, 4, top}:
+        order = (cfg.persistent, cfg.raster)
+        if not cfg.persistent and cfg.raster != "row":
             return False
-        return cfg.persistent or cfg.raster == "row"
+        cluster = (cfg.cluster_m, cfg.cluster_n)
+        if (cfg.schedule, cfg.epilogue, cluster) == ("cooperative", "direct", (1, 1)):
+            return cfg.stages in {2, 4, top}
+        if cfg.stages not in {4, top} or cfg.epilogue != "tma" or order == (True, "column"):
+            return False
+        if cfg.schedule == "cooperative" and cluster == (1, 1):
+            return True
+        if order == (True, "row"):
+            return False
+        if cfg.schedule == "pingpong":
+            return cluster in ((1, 1), (2, 1))
+        return cluster != (2, 2) or cfg.persistent
 
     def render(self, cfg: KernelConfig) -> str:
         if cfg.tile_k != 64:
@@ -85,10 +156,14 @@ class WsHopper(Family):
             "hopper.cu",
             _wgmma_fn(cfg.tile_n, ab),
             NWG=self.consumer_warpgroups(cfg),
+            WG_M=self.warpgroup_rows(cfg),
             THREADS=self.threads(cfg),
             PROD_REGS=PROD_REGS,
             CONS_REGS=self.consumer_regs(cfg),
-            QUAD_EPI=int(QUAD_EPILOGUE),
+            CLUSTER_M=cfg.cluster_m,
+            CLUSTER_N=cfg.cluster_n,
+            PINGPONG=int(cfg.schedule == "pingpong"),
+            EPI_TMA=int(cfg.epilogue == "tma"),
         )
 
 

@@ -3,27 +3,31 @@
 Buffer contract, the same for every family:
 - A: M x K, row-major, leading dimension ``lda = pad_k(K)`` elements;
 - B: N x K, row-major (K-major, i.e. a column-major K x N matrix), ``ldb = pad_k(K)``;
-- C: M x N, row-major, leading dimension N.
+- C: M x N, row-major, leading dimension ``ldc = Family.c_ld(cfg, N)``: N, or for
+  ws-hopper ``pad_n(N)`` (N rounded up to 8 elements, as TMA stores need); ws-hopper's
+  direct epilogue also takes ``ldc = N`` (a C whose rows cannot be padded).
 ``pad_k`` (``kernels.family``) rounds K up to a multiple of 8 elements so that every row starts on a
-16-byte boundary (TMA and cp.async need it); what lies between K and the leading
-dimension is never read. bf16/fp16 for ws-hopper and ws-ampere (C has the input's
-type), fp32 for simt.
+16-byte boundary (TMA and cp.async need it); what lies between K (or N) and the leading
+dimension is never read nor written. bf16/fp16 for ws-hopper and ws-ampere (C has the
+input's type), fp32 for simt.
 
-``cuda.core`` compiles; the launch goes through ``cuLaunchKernel`` because the
+``cuda.core`` compiles; the launch goes through ``cuLaunchKernelEx`` because the
 ws-hopper kernels take CUtensorMap parameters by value, which ``cuda.core.launch``
-refuses, and one launch path for every family keeps timings comparable.
+refuses, and need a cluster shape when they run in clusters; one launch path for every
+family keeps timings comparable.
 """
 
 from __future__ import annotations
 
 import ctypes
 import statistics
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..problem import DTYPE_BYTES, KernelConfig
 from .builder import compile_source
-from .driver import check, compute_arch
+from .driver import CudaError, check, compute_arch
 from .families import family_of
 from .family import pad_k
 from .source import read
@@ -180,41 +184,135 @@ def tensor_map(ptr: int, rows: int, cols: int, ld: int, box_rows: int, box_cols:
 # ------------------------------------------------------------------ launching
 
 
-def grid_size(config: KernelConfig, m: int, n: int, sms: int) -> int:
-    tiles = -(-m // config.tile_m) * -(-n // config.tile_n)
-    if config.persistent:
-        return max(1, min(tiles, sms))
-    return max(1, tiles)
+def work_units(config: KernelConfig, m: int, n: int) -> int:
+    """Tiles of C, or with clusters, cluster-shaped groups of tiles."""
+    units_m = -(-(-(-m // config.tile_m)) // config.cluster_m)
+    units_n = -(-(-(-n // config.tile_n)) // config.cluster_n)
+    return units_m * units_n
+
+
+def grid_size(config: KernelConfig, m: int, n: int, sms: int, max_clusters: int | None = None) -> int:
+    """CTAs of the launch: one per tile (per cluster of tiles, times the cluster size);
+    persistent, at most one per SM (``persistent_ctas`` if set), and with clusters at
+    most ``max_clusters`` clusters, the number that fit on the GPU at once."""
+    units = work_units(config, m, n)
+    size = config.cluster_size
+    if not config.persistent:
+        return max(1, units) * size
+    limit = (config.persistent_ctas or sms) // size
+    if max_clusters is not None:
+        limit = min(limit, max_clusters)
+    return max(1, min(units, limit)) * size
+
+
+def max_active_clusters(kernel) -> int | None:
+    """Clusters of ``kernel``'s shape that fit on the device at once (None: no clusters).
+    SMs come in GPCs of uneven size, so this can be fewer than SMs / cluster size."""
+    size = kernel.config.cluster_size
+    if size == 1:
+        return None
+    if kernel._max_clusters is None:
+        from cuda.bindings import driver as cu
+
+        cfg = _launch_config(size * 64, kernel.threads, kernel.dynamic_smem, 0, size)
+        kernel._max_clusters = int(check(cu.cuOccupancyMaxActiveClusters(kernel.function(), cfg)))
+        if kernel._max_clusters < 1:
+            raise CudaError(f"{kernel.config.key()}: no cluster of {size} CTAs fits on this GPU")
+    return kernel._max_clusters
 
 
 def kernel_args(kernel, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int,
-                lda: int | None = None, ldb: int | None = None) -> list:
+                lda: int | None = None, ldb: int | None = None, ldc: int | None = None) -> list:
     cfg = kernel.config
+    family = family_of(cfg)
     lda = pad_k(k) if lda is None else lda
     ldb = pad_k(k) if ldb is None else ldb
-    if family_of(cfg).tma_operands:
-        tma = tensor_map(a_ptr, m, k, lda, cfg.tile_m, cfg.tile_k, cfg.dtype)
-        tmb = tensor_map(b_ptr, n, k, ldb, cfg.tile_n, cfg.tile_k, cfg.dtype)
-        return [tma, tmb, ctypes.c_uint64(c_ptr), ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k)]
+    ldc = family.c_ld(cfg, n) if ldc is None else ldc
+    if family.tma_operands:
+        # each CTA of a cluster loads its slice of a shared operand tile
+        tma = tensor_map(a_ptr, m, k, lda, cfg.tile_m // cfg.cluster_n, cfg.tile_k, cfg.dtype)
+        tmb = tensor_map(b_ptr, n, k, ldb, cfg.tile_n // cfg.cluster_m, cfg.tile_k, cfg.dtype)
+        if cfg.epilogue == "tma":
+            if ldc % 8:
+                raise ValueError(f"the TMA epilogue needs C's rows padded to 16 bytes (ldc = {ldc}, N = {n})")
+            tmc = tensor_map(c_ptr, m, n, ldc, 64, 64, cfg.out_dtype)
+        else:
+            tmc = (ctypes.c_uint64 * 16)()  # not read by the direct epilogue
+        return [tma, tmb, tmc, ctypes.c_uint64(c_ptr), ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k),
+                ctypes.c_int(ldc)]
+    if ldc != n:
+        raise ValueError(f"{family.name} writes C with leading dimension N ({n}), not {ldc}")
     return [ctypes.c_uint64(a_ptr), ctypes.c_uint64(b_ptr), ctypes.c_uint64(c_ptr), ctypes.c_int(m),
             ctypes.c_int(n), ctypes.c_int(k), ctypes.c_int(lda), ctypes.c_int(ldb)]
 
 
-def launch(kernel, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int, stream=0, *,
-           sms: int | None = None, lda: int | None = None, ldb: int | None = None) -> None:
-    """One launch of ``kernel`` on device pointers laid out as the module docstring says."""
+def _launch_config(grid: int, block: int, smem: int, stream, cluster: int):
+    from cuda.bindings import driver as cu
+
+    cfg = cu.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid, 1, 1
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block, 1, 1
+    cfg.sharedMemBytes = smem
+    cfg.hStream = stream
+    if cluster > 1:
+        attr = cu.CUlaunchAttribute()
+        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
+        cfg.attrs = [attr]
+        cfg.numAttrs = 1
+    else:
+        cfg.numAttrs = 0
+    return cfg
+
+
+@dataclass
+class LaunchPlan:
+    """One kernel launch, ready to issue on any stream: function, grid, block, dynamic
+    shared memory, cluster size and the argument values."""
+
+    func: object
+    grid: int
+    block: int
+    smem: int
+    cluster: int
+    args: list
+
+    def __post_init__(self):
+        self._objs, self._arr = _params(self.args)
+
+    def __call__(self, stream=0) -> None:
+        from cuda.bindings import driver as cu
+
+        if self.cluster == 1:
+            check(cu.cuLaunchKernel(self.func, self.grid, 1, 1, self.block, 1, 1, self.smem, stream,
+                                    ctypes.addressof(self._arr), 0))
+            return
+        cfg = _launch_config(self.grid, self.block, self.smem, stream, self.cluster)
+        check(cu.cuLaunchKernelEx(cfg, self.func, ctypes.addressof(self._arr), 0))
+
+
+def launch_plan(kernel, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int, *, sms: int,
+                lda: int | None = None, ldb: int | None = None, ldc: int | None = None) -> LaunchPlan:
+    """The launch of ``kernel`` on device pointers laid out as the module docstring says."""
     if min(m, n, k) < 1:
         raise ValueError("M, N and K must be >= 1")
+    args = kernel_args(kernel, a_ptr, b_ptr, c_ptr, m, n, k, lda, ldb, ldc)
+    grid = grid_size(kernel.config, m, n, sms, max_active_clusters(kernel))
+    return LaunchPlan(kernel.function(), grid, kernel.threads, kernel.dynamic_smem, kernel.config.cluster_size, args)
+
+
+def launch(kernel, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int, stream=0, *,
+           sms: int | None = None, lda: int | None = None, ldb: int | None = None, ldc: int | None = None) -> None:
+    """One launch of ``kernel`` on device pointers laid out as the module docstring says."""
     sms = num_sms() if sms is None else sms
-    args = kernel_args(kernel, a_ptr, b_ptr, c_ptr, m, n, k, lda, ldb)
-    grid = grid_size(kernel.config, m, n, sms)
-    launch_raw(kernel.function(), grid, kernel.threads, kernel.dynamic_smem, stream, args)
+    launch_plan(kernel, a_ptr, b_ptr, c_ptr, m, n, k, sms=sms, lda=lda, ldb=ldb, ldc=ldc)(stream)
 
 
 class GemmRunner:
-    """Owns A, B and C (plus a poisoned guard after C) for one kernel and one shape."""
+    """Owns A, B and C (plus a poisoned guard after C) for one kernel and one shape.
+    ``ldc`` overrides C's leading dimension (default ``Family.c_ld``)."""
 
-    def __init__(self, kernel, m: int, n: int, k: int, *, device: int = 0, stream=0):
+    def __init__(self, kernel, m: int, n: int, k: int, *, device: int = 0, stream=0, ldc: int | None = None):
         if min(m, n, k) < 1:
             raise ValueError("M, N and K must be >= 1")
         ensure_context(device)
@@ -226,14 +324,16 @@ class GemmRunner:
         self.esize = int(DTYPE_BYTES[self.in_dtype])
         self.osize = int(DTYPE_BYTES[self.out_dtype])
         self.lda = self.ldb = pad_k(k)
+        self.ldc = family_of(cfg).c_ld(cfg, n) if ldc is None else ldc
+        if self.ldc < n:
+            raise ValueError(f"ldc {self.ldc} < N {n}")
         self.sms = num_sms(device)
         self.arch = kernel.arch
         self.A = DeviceBuffer(m * self.lda * self.esize)
         self.B = DeviceBuffer(n * self.ldb * self.esize)
-        self.C = DeviceBuffer((m * n + GUARD_ELEMS) * self.osize)
-        self._args = kernel_args(kernel, self.A.ptr, self.B.ptr, self.C.ptr, m, n, k, self.lda, self.ldb)
-        self._grid = grid_size(cfg, m, n, self.sms)
-        self._func = kernel.function()
+        self.C = DeviceBuffer((m * self.ldc + GUARD_ELEMS) * self.osize)
+        self.plan = launch_plan(kernel, self.A.ptr, self.B.ptr, self.C.ptr, m, n, k, sms=self.sms,
+                                lda=self.lda, ldb=self.ldb, ldc=self.ldc)
 
     # -- data
     def fill(self, seed: int) -> None:
@@ -243,7 +343,7 @@ class GemmRunner:
     def poison(self) -> None:
         from cuda.bindings import driver as cu
 
-        count = self.m * self.n + GUARD_ELEMS
+        count = self.m * self.ldc + GUARD_ELEMS
         if self.osize == 2:
             check(cu.cuMemsetD16(self.C.ptr, POISON16, count))
         else:
@@ -251,7 +351,7 @@ class GemmRunner:
 
     # -- running
     def launch(self) -> None:
-        launch_raw(self._func, self._grid, self.kernel.threads, self.kernel.dynamic_smem, self.stream, self._args)
+        self.plan(self.stream)
 
     def synchronize(self) -> None:
         from cuda.bindings import driver as cu
@@ -290,14 +390,16 @@ class GemmRunner:
             out[j] = decode(raw, self.in_dtype)
         return out
 
-    def c_raw(self, row0: int = 0, nrows: int | None = None) -> np.ndarray:
-        """Raw bit patterns of C rows (uint16 or uint32)."""
+    def c_raw(self, row0: int = 0, nrows: int | None = None, padded: bool = False) -> np.ndarray:
+        """Raw bit patterns of C rows (uint16 or uint32): the N columns, or with
+        ``padded`` the whole leading dimension (the columns past N must stay untouched)."""
         nrows = self.m - row0 if nrows is None else nrows
-        raw = self.C.to_host(row0 * self.n * self.osize, nrows * self.n * self.osize)
-        return raw.view(np.uint16 if self.osize == 2 else np.uint32).reshape(nrows, self.n)
+        raw = self.C.to_host(row0 * self.ldc * self.osize, nrows * self.ldc * self.osize)
+        rows = raw.view(np.uint16 if self.osize == 2 else np.uint32).reshape(nrows, self.ldc)
+        return rows if padded else rows[:, : self.n]
 
     def guard_raw(self) -> np.ndarray:
-        raw = self.C.to_host(self.m * self.n * self.osize, GUARD_ELEMS * self.osize)
+        raw = self.C.to_host(self.m * self.ldc * self.osize, GUARD_ELEMS * self.osize)
         return raw.view(np.uint16 if self.osize == 2 else np.uint32)
 
     def close(self) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-from ..problem import KernelConfig
+from ..problem import DEFAULT_GROUP_M, KernelConfig
 
 
 @functools.cache
@@ -24,8 +24,9 @@ def read(name: str) -> str:
 
 MODE_IDS = {"full": 0, "load-only": 1, "math-only": 2, "epilogue-only": 3, "empty": 4}
 RASTER_IDS = {"row": 0, "column": 1, "grouped": 2}
-# Tiles along M in one group of the grouped (swizzled) raster.
-GROUP_M = 8
+# Default tiles along M in one group of the grouped (swizzled) raster; a configuration's
+# ``group_m`` is what the source gets.
+GROUP_M = DEFAULT_GROUP_M
 
 def defines(cfg: KernelConfig, **extra: int) -> str:
     """``#define`` lines for the values every family uses (integers only)."""
@@ -37,7 +38,7 @@ def defines(cfg: KernelConfig, **extra: int) -> str:
         "PERSISTENT": int(cfg.persistent),
         "RASTER": RASTER_IDS[cfg.raster],
         "MODE": MODE_IDS[cfg.mode],
-        "GROUP_M": GROUP_M,
+        "GROUP_M": cfg.group_m,
         "OUT_FP16": int(cfg.dtype == "fp16"),
     }
     values.update(extra)

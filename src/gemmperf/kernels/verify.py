@@ -10,10 +10,14 @@ them for small shapes), each element must satisfy
 
 where ref is the float64 product of the very (bf16/fp16/fp32) inputs the kernel read,
 tol_out is the output rounding (2^-8 bf16, 2^-11 fp16, 2^-22 fp32, each with a
-factor-of-2 margin over half an ulp) and tol_acc = 2^-18 is room for fp32 accumulation
-order. The norm-relative error ||c - ref|| / ||ref|| over the samples is reported.
+factor-of-2 margin over half an ulp), tol_acc = 2^-18 is room for fp32 accumulation
+order, and one step of the output's subnormal grid is added (2^-24 for fp16: tiny
+products round on an absolute grid). The norm-relative error ||c - ref|| / ||ref|| over the samples is reported.
 Every element read back must be finite (NaN poison left = element never written), and
-the guard after C must be untouched.
+the guard after C must be untouched; so must the row padding between N and C's leading
+dimension, except that a kernel whose stores go out in whole 16-byte chunks (the TMA
+epilogue: the tensor engine clips at 16 bytes, not at N) may write exact zeros there in
+full mode, which is what it computes past N from B's zero-filled rows.
 
 Other modes check what they promise: ``load-only`` and ``empty`` leave C untouched,
 ``epilogue-only`` writes exact zeros everywhere in C, ``math-only`` writes every
@@ -27,9 +31,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .families import family_of
 from .launch import GemmRunner, decode
 
 TOL_OUT = {"bf16": 2.0**-8, "fp16": 2.0**-11, "fp32": 2.0**-22}
+# one step of the output type's subnormal grid: near zero its rounding is absolute
+TOL_SUB = {"bf16": 2.0**-133, "fp16": 2.0**-24, "fp32": 2.0**-149}
 TOL_ACC = 2.0**-18
 FULL_READ_LIMIT = 1 << 26  # read all of C up to this many elements
 EXHAUSTIVE_LIMIT = 1 << 20  # check every element when M*N is at most this (and K small)
@@ -81,14 +88,32 @@ def _verify(r: GemmRunner, samples: int, exhaustive: bool | None, seed: int | No
     rows = np.arange(m) if exhaustive else _sample(m, samples, rng)
     cols = np.arange(n) if exhaustive else _sample(n, samples, rng)
 
-    # C: everything when small enough, otherwise the sampled rows in full
-    if m * n <= FULL_READ_LIMIT:
-        craw = r.c_raw()
-        sampled_raw = craw[rows]
+    # C: everything when small enough, otherwise the sampled rows in full; the columns
+    # between N and C's leading dimension must stay untouched
+    if m * r.ldc <= FULL_READ_LIMIT:
+        padded = r.c_raw(padded=True)
+        sampled_raw = padded[rows, :n]
     else:
-        sampled_raw = np.stack([r.c_raw(int(i), 1)[0] for i in rows])
-        craw = sampled_raw
+        padded = np.stack([r.c_raw(int(i), 1, padded=True)[0] for i in rows])
+        sampled_raw = padded[:, :n]
+    craw = padded[:, :n] if padded.shape[0] == m else sampled_raw
     what = "all of C" if craw.shape[0] == m else f"{len(rows)} rows of C"
+    pad = padded[:, n:]
+    written = pad != poison
+    if family_of(r.kernel.config).writes_c_padding(r.kernel.config):
+        # whole 16-byte chunks: the chunk holding column N - 1 may be written (with
+        # zeros in full mode, anything in the modes that do not compute from A and B),
+        # nothing past it
+        chunk = 16 // r.osize
+        inside = -(-n // chunk) * chunk - n
+        sign_off = 0x7FFF if r.osize == 2 else 0x7FFFFFFF
+        bad_inside = written[:, :inside] & ((pad[:, :inside] & sign_off) != 0) if mode == "full" else 0
+        pad_written = int(np.count_nonzero(bad_inside)) + int(np.count_nonzero(written[:, inside:]))
+    else:
+        pad_written = int(np.count_nonzero(written))
+    if pad_written:
+        return VerifyResult(False, float("nan"), f"wrote {pad_written} elements of C's row padding "
+                                                 f"(columns {n}..{r.ldc - 1})")
 
     if mode in ("load-only", "empty"):
         touched = int(np.sum(craw != poison))
@@ -117,7 +142,7 @@ def _verify(r: GemmRunner, samples: int, exhaustive: bool | None, seed: int | No
     absum = np.abs(a) @ np.abs(b).T
     got = decode(sampled_raw, r.out_dtype)[:, cols]
     err = np.abs(got - ref)
-    bound = TOL_OUT[r.out_dtype] * np.abs(ref) + TOL_ACC * absum + 1e-30
+    bound = TOL_OUT[r.out_dtype] * np.abs(ref) + TOL_ACC * absum + TOL_SUB[r.out_dtype]
     bad = err > bound
     norm_ref = float(np.linalg.norm(ref))
     rel = float(np.linalg.norm(got - ref) / norm_ref) if norm_ref > 0 else float(np.linalg.norm(got - ref))
