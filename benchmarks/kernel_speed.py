@@ -49,14 +49,28 @@ from gemmperf.kernels import build, check_legal, get_family  # noqa: E402
 from gemmperf.kernels.builder import build_all  # noqa: E402
 from gemmperf.problem import KernelConfig as KC  # noqa: E402
 
+def _hop(tm, tn, stages, cluster=(1, 1), persistent=True, raster="grouped", **kw) -> KC:
+    return KC("ws-hopper", "bf16", tm, tn, 64, stages, cluster[0], cluster[1], persistent, raster, **kw)
+
+
+# ws-hopper: the large tiles with clusters and the TMA-store epilogue that win on big
+# shapes (benchmarks/kernel_ablation.py), smaller tiles and ping-pong for small M or N,
+# and the direct epilogue; every persistent one is also tried on the balanced grid
+# (balanced_grid) of each shape.
 CANDIDATES = {
     "ws-hopper": [
-        KC("ws-hopper", "bf16", 128, 256, 64, 4, persistent=True, raster="grouped"),
-        KC("ws-hopper", "bf16", 256, 128, 64, 4, persistent=True, raster="grouped"),
-        KC("ws-hopper", "bf16", 128, 256, 64, 4),
-        KC("ws-hopper", "bf16", 128, 128, 64, 6, persistent=True, raster="grouped"),
-        KC("ws-hopper", "bf16", 128, 64, 64, 8, persistent=True, raster="grouped"),
-        KC("ws-hopper", "bf16", 64, 256, 64, 4, persistent=True, raster="grouped"),
+        _hop(128, 256, 4, (2, 1), epilogue="tma"),
+        _hop(128, 256, 3, (2, 1), epilogue="tma"),
+        _hop(256, 128, 4, (1, 2), epilogue="tma"),
+        _hop(128, 256, 4, epilogue="tma"),
+        _hop(128, 256, 4),
+        _hop(256, 128, 4),
+        _hop(128, 128, 6, (2, 1), epilogue="tma"),
+        _hop(128, 128, 5, epilogue="tma", schedule="pingpong"),
+        _hop(128, 128, 6),
+        _hop(128, 64, 8),
+        _hop(64, 256, 4),
+        _hop(128, 256, 4, (2, 1), False, "row", epilogue="tma"),
     ],
     "ws-ampere": [
         KC("ws-ampere", "bf16", 128, 128, 64, 3),
@@ -322,13 +336,23 @@ class BlockTimer:
 
 
 class Cublas:
-    """torch.matmul(A, B.T) in bf16 on fresh inputs in [-1, 1) (B.T is a view, made once)."""
+    """torch.matmul(A, B.T) in bf16 (B.T is a view, made once) on inputs drawn like
+    ours: uniform in [-1, 1) in float32, rounded to bf16 (``fill.cu``). The data moves
+    the power a GEMM draws, and on a power-limited card its clock: ``torch.rand`` in
+    bf16 (``data="torch-bf16"``, what this benchmark used before) draws 8-bit
+    mantissas, whose products toggle fewer bits than full ones."""
 
-    def __init__(self, torch, m: int, n: int, k: int):
+    def __init__(self, torch, m: int, n: int, k: int, data: str = "uniform"):
         self.torch = torch
-        self.a = torch.rand(m, k, device="cuda", dtype=torch.bfloat16) * 2 - 1
-        self.bt = (torch.rand(n, k, device="cuda", dtype=torch.bfloat16) * 2 - 1).t()
+        self.a = self.draw(m, k, data)
+        self.bt = self.draw(n, k, data).t()
         torch.cuda.synchronize()
+
+    def draw(self, rows: int, cols: int, data: str):
+        torch = self.torch
+        if data == "torch-bf16":
+            return torch.rand(rows, cols, device="cuda", dtype=torch.bfloat16) * 2 - 1
+        return (torch.rand(rows, cols, device="cuda", dtype=torch.float32) * 2 - 1).to(torch.bfloat16)
 
     def launch(self) -> None:
         self.torch.matmul(self.a, self.bt)
@@ -356,10 +380,33 @@ def figure(blocks: list[dict], flops: float) -> dict:
 # ------------------------------------------------------------------------------ one shape
 
 
-def select(timer: BlockTimer, kernels: list, shape: tuple, t_est: float | None) -> list[tuple[float, object]]:
-    """(ms per launch, kernel) of every candidate, fastest first; each on a short block."""
+def balanced_grid(kern, shape: tuple, sms: int):
+    """``kern`` on the balanced persistent grid for ``shape``: the fewest clusters that
+    still take every work unit in the same number of rounds (e.g. 64 clusters of 2 for
+    4096^3 in 128x256 tiles: 4 rounds, as on 66), or None where that is the full grid."""
+    from gemmperf.kernels import build
+    from gemmperf.kernels.launch import max_active_clusters, work_units
+
+    cfg = kern.config
+    if not cfg.persistent or cfg.persistent_ctas:
+        return None
+    size = cfg.cluster_size
+    full = min(sms // size, max_active_clusters(kern) or sms)
+    units = work_units(cfg, shape[0], shape[1])
+    if units <= full:
+        return None
+    clusters = -(-units // -(-units // full))
+    return build(cfg.replace(persistent_ctas=clusters * size), kern.arch) if clusters < full else None
+
+
+def select(timer: BlockTimer, kernels: list, shape: tuple, t_est: float | None,
+           sms: int | None = None) -> list[tuple[float, object]]:
+    """(ms per launch, kernel) of every candidate, fastest first; each on a short block;
+    with the GPU's ``sms``, persistent candidates also on their balanced grid."""
     from gemmperf.kernels.launch import GemmRunner
 
+    if sms:
+        kernels = kernels + [b for b in (balanced_grid(kern, shape, sms) for kern in kernels) if b is not None]
     out = []
     for kern in kernels:
         with GemmRunner(kern, *shape, stream=timer.stream) as run:
@@ -419,13 +466,16 @@ def measure_shape(timer: BlockTimer, torch, kernels: dict, shape: tuple, opts) -
             cool = figure([timer.run(ref.launch, 2, launches_for(COOL_MS, t_ref, 3))], flops)
             row["cublas"]["cool"], row["cublas_tflops"] = cool, cool["tflops"]
         for i, (fam, kerns) in enumerate(kernels.items()):
-            ranked = select(timer, kerns, shape, t_ref if i == 0 else None)
+            ranked = select(timer, kerns, shape, t_ref if i == 0 else None, getattr(opts, "sms", None))
             won, wrong = verified_winner(ranked, shape, timer.stream)
             if won is None:
                 row[fam] = {"config": None, "tflops": None, "ok": False, "wrong": wrong}
                 continue
             ms, kern, run, res = won
             try:
+                if i == 0:  # the headline family, cool like cuBLAS: after the same pause, a short block
+                    time.sleep(opts.cool_pause)
+                    cool_ours = figure([timer.run(run.launch, 2, launches_for(COOL_MS, ms, 3))], flops)
                 if i == 0 and opts.rounds:  # the headline family: interleaved with cuBLAS
                     t = t_ref or ms
                     sides = {"ours": run.launch, **({"cublas": ref.launch} if ref else {})}
@@ -434,7 +484,10 @@ def measure_shape(timer: BlockTimer, torch, kernels: dict, shape: tuple, opts) -
                     ours = figure(got["ours"], flops)
                     if ref:
                         row["cublas"]["interleaved"] = figure(got["cublas"], flops)
-                    row[fam] = {**family_entry(kern, res, ours["tflops"], ranked, flops, wrong), "figure": ours}
+                    row[fam] = {**family_entry(kern, res, ours["tflops"], ranked, flops, wrong), "figure": ours,
+                                "cool": cool_ours}
+                elif i == 0:
+                    row[fam] = {**family_entry(kern, res, flops / ms / 1e9, ranked, flops, wrong), "cool": cool_ours}
                 else:
                     row[fam] = family_entry(kern, res, flops / ms / 1e9, ranked, flops, wrong)
             finally:
@@ -458,17 +511,26 @@ def ratios(row: dict, fam: str) -> tuple[float | None, float | None]:
     return (v["tflops"] / cool if cool else None), (v["tflops"] / inter if inter else None)
 
 
+def cool_ratio(row: dict, fam: str) -> float | None:
+    """fam's own cool figure (after the same pause, the same short block) / cool cuBLAS."""
+    v = row.get(fam) or {}
+    mine, cool = (v.get("cool") or {}).get("tflops"), row.get("cublas_tflops")
+    return mine / cool if v.get("ok") and mine and cool else None
+
+
 def summarize(rows: list[dict], tags: dict, fam: str, names: list[str] | None = None) -> dict:
     """Per list (in ``names``' order): shapes in it, shapes counted (correct, with cuBLAS),
-    median % of cool and interleaved cuBLAS."""
+    median % of cool and interleaved cuBLAS, and of fam cool against cuBLAS cool."""
     out = {}
     measured = {t for row in rows for t in tags[row["key"]]}
     for name in [t for t in (names or dict.fromkeys(t for ts in tags.values() for t in ts)) if t in measured]:
         mine = [row for row in rows if name in tags[row["key"]]]
         cool = [c for c, _ in (ratios(r, fam) for r in mine) if c is not None]
         inter = [i for _, i in (ratios(r, fam) for r in mine) if i is not None]
+        both = [c for c in (cool_ratio(r, fam) for r in mine) if c is not None]
         out[name] = {"shapes": len(mine), "counted": len(inter) or len(cool),
                      "median_pct_cool": 100 * statistics.median(cool) if cool else None,
+                     "median_pct_cool_vs_cool": 100 * statistics.median(both) if both else None,
                      "median_pct_interleaved": 100 * statistics.median(inter) if inter else None}
     return out
 
@@ -494,25 +556,29 @@ def shape_line(row: dict, tags: list[str], fam: str, seconds: float) -> str:
     ours = "WRONG (every candidate)" if v and not v.get("ok") else fmt_fig(v.get("figure") or v)
     return (f"{row['shape']:>18s} [{','.join(tags)}] cuBLAS cool {fmt_fig(row['cublas'].get('cool'))} | "
             f"interleaved {fmt_fig(row['cublas'].get('interleaved'))} | {fam} {ours} = {pct(inter)} of "
-            f"interleaved, {pct(cool)} of cool | {v.get('config') or '-'} | {seconds:.1f} s")
+            f"interleaved, {pct(cool)} of cool; cool {fmt_fig(v.get('cool'))} = {pct(cool_ratio(row, fam))} "
+            f"of cool | {v.get('config') or '-'} | {seconds:.1f} s")
 
 
 def markdown(rows: list[dict], tags: dict, fams: list[str], summary: dict, notes: list[str]) -> str:
     """The speed table, the medians per list, the other families, and the notes."""
     fam = fams[0]
-    lines = [f"| shape | lists | cuBLAS cool | cuBLAS interleaved | {fam} | % of cool | % of interleaved | {fam} configuration |",
-             "|---|---|---:|---:|---:|---:|---:|---|"]
+    lines = [f"| shape | lists | cuBLAS cool | cuBLAS interleaved | {fam} interleaved | % of interleaved | "
+             f"% of cool | {fam} cool | cool % of cool | {fam} configuration |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for row in rows:
         v = row.get(fam) or {}
         cool, inter = ratios(row, fam)
         ours = "WRONG" if v and not v.get("ok") else fmt_fig(v.get("figure") or v)
         lines.append(f"| {row['shape']} | {', '.join(tags[row['key']])} | {fmt_fig(row['cublas'].get('cool'))} | "
-                     f"{fmt_fig(row['cublas'].get('interleaved'))} | {ours} | {pct(cool)} | {pct(inter)} | "
-                     f"{v.get('config') or '-'} |")
+                     f"{fmt_fig(row['cublas'].get('interleaved'))} | {ours} | {pct(inter)} | {pct(cool)} | "
+                     f"{fmt_fig(v.get('cool'))} | {pct(cool_ratio(row, fam))} | {v.get('config') or '-'} |")
     lines.append("")
     for name, s in summary.items():
-        med = [f"{s[k]:.0f}% of {w} cuBLAS" for k, w in (("median_pct_interleaved", "interleaved"),
-                                                        ("median_pct_cool", "cool")) if s[k] is not None]
+        med = [f"{s[k]:.0f}% {w}" for k, w in (("median_pct_interleaved", "of interleaved cuBLAS"),
+                                               ("median_pct_cool", "of cool cuBLAS"),
+                                               ("median_pct_cool_vs_cool", "cool of cool cuBLAS"))
+               if s.get(k) is not None]
         lines.append(f"- median of {fam} over {name} ({s['counted']} of {s['shapes']} shapes counted): "
                      + (", ".join(med) if med else "no cuBLAS figure"))
     if len(fams) > 1:
@@ -694,6 +760,7 @@ def main(argv=None) -> int:
     except UserError as err:
         print(f"kernel_speed: {err}", file=sys.stderr)
         return 2
+    args.sms = gpu.sms
     todo, skipped, notes = plan(args, lists, sum(map(len, kernels.values())), time.monotonic() - t_start)
     tags = tags_of(lists)
     stream = int(torch.cuda.current_stream().cuda_stream) if torch else 0
@@ -719,7 +786,7 @@ def main(argv=None) -> int:
     md = markdown(rows, tags, fams, summary, notes)
     for row in rows:
         row["lists"] = tags[row.pop("key")]
-    settings = {k: v for k, v in vars(args).items() if k != "out"}
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "sms")}
     write(Path(args.out), {"gpu": info, "arch": arch, "settings": settings, "rows": rows, "summary": summary,
                            "skipped": ["x".join(map(str, s)) for s in skipped + late], "notes": notes}, md)
     print(md, flush=True)

@@ -141,10 +141,13 @@ class FakeTensor:
     def t(self):
         return self
 
+    def to(self, dtype):
+        return self
+
 
 def fake_torch(log):
     cuda = SimpleNamespace(synchronize=lambda: None, empty_cache=lambda: None)
-    return SimpleNamespace(bfloat16="bf16", cuda=cuda, rand=lambda *a, **k: FakeTensor(),
+    return SimpleNamespace(bfloat16="bf16", float32="fp32", cuda=cuda, rand=lambda *a, **k: FakeTensor(),
                            matmul=lambda a, b: log.append("cublas"))
 
 
@@ -193,9 +196,14 @@ def test_one_shape_wrong_winner_skipped_and_rounds_interleaved(ks, monkeypatch):
     assert row["cublas_tflops"] == pytest.approx(flops / 0.20 / 1e9)
     assert row["cublas_interleaved_tflops"] == pytest.approx(flops / 0.20 / 1e9)
     assert hop["figure"]["sm_mhz"] == 1755.0 and hop["figure"]["reasons"] == ["sw-power-cap"]
-    rounds = [c for c in timer.calls if c[3]][1:]  # blocks with telemetry: the cool one, then the rounds
-    who = [c[0] for c in rounds]
+    timed = [c for c in timer.calls if c[3]]  # blocks with telemetry: cuBLAS cool, ours cool, the rounds
     ours = good.config.key()
+    assert [c[0] for c in timed[:2]] == ["cublas", ours]
+    assert timed[0][2] * 0.20 == pytest.approx(ks.COOL_MS) and timed[1][2] * 0.25 == pytest.approx(ks.COOL_MS)
+    assert hop["cool"]["tflops"] == pytest.approx(flops / 0.25 / 1e9)
+    assert ks.cool_ratio(row, "ws-hopper") == pytest.approx(0.20 / 0.25)
+    rounds = timed[2:]
+    who = [c[0] for c in rounds]
     assert who == [ours, "cublas", "cublas", ours, ours, "cublas", "cublas", ours]
     assert len({(c[1], c[2]) for c in rounds}) == 1  # same warm-up and launches on both sides
     assert rounds[0][1] == 1000 and rounds[0][2] == 400  # 200 ms and 80 ms at cuBLAS's 0.2 ms
@@ -225,7 +233,8 @@ def test_summary_medians_and_table(ks):
         fig = {"tflops": ours, "sm_mhz": 1700.0, "power_w": 700.0, "launch_bound": bound}
         return {"key": shape, "shape": "x".join(map(str, shape)), "cublas_tflops": cool,
                 "cublas_interleaved_tflops": inter, "cublas": {"cool": {"tflops": cool}, "interleaved": {"tflops": inter}},
-                "ws-hopper": {"ok": True, "tflops": ours, "config": "cfg", "figure": fig}}
+                "ws-hopper": {"ok": True, "tflops": ours, "config": "cfg", "figure": fig,
+                              "cool": {"tflops": ours * 1.1}}}
 
     rows = [row((1, 1, 1), 90, 100, 90), row((2, 2, 2), 50, 100, 100), row((3, 3, 3), 80, 100, 80, bound=True)]
     tags = {(1, 1, 1): ["dsv3"], (2, 2, 2): ["dsv3"], (3, 3, 3): ["dsv3", "llm"]}
@@ -233,10 +242,12 @@ def test_summary_medians_and_table(ks):
     assert s["dsv3"]["median_pct_interleaved"] == pytest.approx(100.0)
     assert s["dsv3"]["median_pct_cool"] == pytest.approx(80.0)
     assert s["llm"] == {"shapes": 1, "counted": 1, "median_pct_cool": pytest.approx(80.0),
+                        "median_pct_cool_vs_cool": pytest.approx(88.0),
                         "median_pct_interleaved": pytest.approx(100.0)}
     md = ks.markdown(rows, tags, ["ws-hopper"], s, [])
     assert "80.0* (1700 MHz, 700 W)" in md  # launch-bound figures are marked
-    assert "median of ws-hopper over dsv3 (3 of 3 shapes counted): 100% of interleaved cuBLAS, 80% of cool" in md
+    assert ("median of ws-hopper over dsv3 (3 of 3 shapes counted): 100% of interleaved cuBLAS, 80% of cool "
+            "cuBLAS, 88% cool of cool cuBLAS") in md
 
 
 def test_no_gpu_run_exits_with_one_line(ks, tmp_path):
