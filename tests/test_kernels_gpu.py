@@ -36,6 +36,12 @@ def _configs():
             KernelConfig("ws-hopper", "bf16", 128, 256, 64, 4, persistent=True, raster="grouped"),
             KernelConfig("ws-hopper", "bf16", 256, 128, 64, 3),
             KernelConfig("ws-hopper", "fp16", 64, 64, 64, 2, persistent=True, raster="column"),
+            KernelConfig("ws-hopper", "bf16", 128, 256, 64, 4, 2, 1, True, "grouped", epilogue="tma"),
+            KernelConfig("ws-hopper", "fp16", 128, 128, 64, 4, 1, 2, False, "row", epilogue="tma",
+                         schedule="pingpong"),
+            KernelConfig("ws-hopper", "bf16", 256, 128, 64, 3, 2, 2, True, "grouped", epilogue="tma", group_m=2),
+            KernelConfig("ws-hopper", "bf16", 64, 256, 64, 4, 2, 1, True, "row", schedule="pingpong",
+                         persistent_ctas=64),
         ] + out
     return out
 
@@ -93,3 +99,29 @@ def test_wrong_results_are_caught(arch):
         run.launch = lambda: short(run.stream)
         ok, rel, why = V.verify(kern, 300, 300, 256, runner=run)
     assert not ok and "tolerance" in why
+
+
+@pytest.mark.skipif(GPU is None or not get_family("ws-hopper").runs_on(GPU), reason=REASON or "needs sm_90a")
+@pytest.mark.parametrize("cluster", [(1, 1), (2, 1)])
+def test_direct_epilogue_writes_an_unpadded_c(cluster, arch):
+    """The direct epilogue takes a C whose rows are not padded (ldc = N, odd N)."""
+    from gemmperf.kernels.builder import build
+    from gemmperf.kernels.launch import GemmRunner
+    from gemmperf.kernels.verify import verify
+
+    cfg = KernelConfig("ws-hopper", "bf16", 128, 128, 64, 4, *cluster, True, "grouped")
+    kern = build(cfg, arch)
+    for m, n, k in [(17, 33, 65), (300, 257, 200), (1000, 999, 1000)]:
+        with GemmRunner(kern, m, n, k, ldc=n) as run:
+            ok, rel, why = verify(kern, m, n, k, runner=run)
+        assert ok, f"{cfg.key()} {m}x{n}x{k} ldc={n}: {why}"
+
+
+@pytest.mark.skipif(GPU is None or not get_family("ws-hopper").runs_on(GPU), reason=REASON or "needs sm_90a")
+def test_tma_epilogue_refuses_an_unpadded_c(arch):
+    from gemmperf.kernels.builder import build
+    from gemmperf.kernels.launch import GemmRunner
+
+    kern = build(KernelConfig("ws-hopper", "bf16", 128, 128, 64, 4, epilogue="tma"), arch)
+    with pytest.raises(ValueError, match="padded to 16 bytes"):
+        GemmRunner(kern, 64, 33, 64, ldc=33)

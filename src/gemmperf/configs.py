@@ -25,6 +25,8 @@ _SCHEMA = {
     "dtype": pl.Utf8,
     "raster": pl.Utf8,
     "mode": pl.Utf8,
+    "epilogue": pl.Utf8,
+    "schedule": pl.Utf8,
     "persistent": pl.Boolean,
 }
 

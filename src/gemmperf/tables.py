@@ -26,24 +26,31 @@ from pathlib import Path
 
 from . import csvfile
 from .errors import UserError
-from .problem import (CONFIG_COLUMNS, DTYPE_BYTES, FAMILIES, MAX_DIM, MAX_DIM_WHY, MODES, RASTERS,
-                      KernelConfig)
+from .problem import (CONFIG_COLUMNS, DTYPE_BYTES, EPILOGUES, FAMILIES, MAX_DIM, MAX_DIM_WHY, MODES, RASTERS,
+                      SCHEDULES, KernelConfig)
 
 # ------------------------------------------------------------------ configuration columns
 
 SHAPE_COLUMNS = ("m", "n", "k")
-# the kernel configuration's integer fields: tile_m, tile_n, tile_k, stages, cluster_m, cluster_n
+# the kernel configuration's integer fields: tile_m, tile_n, tile_k, stages, cluster_m,
+# cluster_n, group_m, persistent_ctas
 CONFIG_INT_COLUMNS = tuple(f.name for f in dataclasses.fields(KernelConfig) if f.type in ("int", int))
 INT_COLUMNS = SHAPE_COLUMNS + CONFIG_INT_COLUMNS
+# integer columns where 0 is a value (persistent_ctas: 0 = one CTA per SM); the others are >= 1
+ZERO_OK_COLUMNS = ("persistent_ctas",)
 # a configuration's tiling: what the optimizer chooses for a (shape, family, dtype)
-TILING_COLUMNS = CONFIG_INT_COLUMNS + ("persistent", "raster")
+TILING_COLUMNS = CONFIG_INT_COLUMNS + ("persistent", "raster", "epilogue", "schedule")
+# the configuration's defaults (problem.KernelConfig): what a table written before a
+# dimension existed was measured with
+CONFIG_DEFAULTS = KernelConfig().as_dict()
 # identity of a configuration table's row, and of a measured task
 KEY_COLUMNS = SHAPE_COLUMNS + CONFIG_COLUMNS
 # identity of a full-mode configuration (valid measurements are all full mode)
 CONFIG_KEY = SHAPE_COLUMNS + ("family", "dtype") + TILING_COLUMNS
 # the order fits see measured rows in: their float sums (and trees' tied splits) then
 # do not depend on the order the measurement files were listed in
-CANONICAL_ORDER = ("family", "dtype", *SHAPE_COLUMNS, *CONFIG_INT_COLUMNS, "persistent", "raster", "time_us")
+CANONICAL_ORDER = ("family", "dtype", *SHAPE_COLUMNS, *CONFIG_INT_COLUMNS, "persistent", "raster", "epilogue",
+                   "schedule", "time_us")
 
 # ------------------------------------------------------------------ measurement columns
 
@@ -93,10 +100,12 @@ def _parsers() -> dict:
     any_number = csvfile.number(finite=False)
     parsers = {c: count for c in MICROBENCH_COLUMNS[1:]}
     parsers.update({"kind": csvfile.text, **{c: dim for c in INT_COLUMNS}, **{c: count for c in MEASURED_INTS},
-                    **{c: any_number for c in MEASURED_FLOATS}})
+                    **{c: count for c in ZERO_OK_COLUMNS}, **{c: any_number for c in MEASURED_FLOATS}})
     parsers.update({"family": csvfile.choice(FAMILIES, "family"), "dtype": csvfile.choice(DTYPE_BYTES, "dtype"),
                     "out_dtype": csvfile.choice(DTYPE_BYTES, "dtype"), "acc_dtype": csvfile.choice(DTYPE_BYTES, "dtype"),
                     "raster": csvfile.choice(RASTERS, "raster"), "mode": csvfile.choice(MODES, "mode"),
+                    "epilogue": csvfile.choice(EPILOGUES, "epilogue"),
+                    "schedule": csvfile.choice(SCHEDULES, "schedule"),
                     "status": csvfile.choice(STATUSES, "status"), "persistent": csvfile.boolean,
                     "converged": csvfile.boolean, "warm_l2": csvfile.boolean})
     columns = (*MICROBENCH_COLUMNS, *ROW_COLUMNS)
@@ -144,7 +153,22 @@ def read_measurements(path: str | Path, required=MEASUREMENT_REQUIRED):
     table = csvfile.read(path, MEASUREMENT_PARSERS, required=required, nonempty=("status",),
                          check_row=lambda row: check_measured_row(row, required), what="measurement file")
     schema = {c: _polars_type(MEASUREMENT_PARSERS[c], pl) for c in table.columns}
-    return pl.DataFrame({c: table.column(c) for c in table.columns}, schema=schema)
+    return with_config_defaults(pl.DataFrame({c: table.column(c) for c in table.columns}, schema=schema))
+
+
+def with_config_defaults(df):
+    """``df`` with every configuration column it lacks added at KernelConfig's default
+    (a table written before that dimension existed was measured with it); a table with
+    no configuration at all (no ``family`` column) is returned as it is."""
+    import polars as pl
+
+    if "family" not in df.columns:
+        return df
+    missing = [c for c in CONFIG_COLUMNS if c not in df.columns]
+    if not missing:
+        return df
+    parsers = MEASUREMENT_PARSERS
+    return df.with_columns([pl.lit(CONFIG_DEFAULTS[c], dtype=_polars_type(parsers[c], pl)).alias(c) for c in missing])
 
 
 def _read_parquet(path: Path, required):
@@ -170,7 +194,7 @@ def _read_parquet(path: Path, required):
         want = _polars_type(MEASUREMENT_PARSERS[c], pl)
         if df.schema[c] != want and not (df.schema[c].is_integer() and want in (pl.Int64, pl.Float64)):
             raise UserError(f"{path}: column {c} has type {df.schema[c]}, expected {want}")
-    df = df.cast({c: _polars_type(MEASUREMENT_PARSERS[c], pl) for c in df.columns})
+    df = with_config_defaults(df.cast({c: _polars_type(MEASUREMENT_PARSERS[c], pl) for c in df.columns}))
     text = [(c, MEASUREMENT_PARSERS[c]) for c in df.columns if df.schema[c] == pl.Utf8]
     for i, row in enumerate(df.iter_rows(named=True), start=1):
         try:

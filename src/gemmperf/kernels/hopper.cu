@@ -15,9 +15,9 @@
 #else
 #define CONSUMERS_PER_STAGE NWG
 #endif
-#define STAGING_BYTES (64 * 64 * 2)          // one TMA-epilogue staging buffer
-#define STAGING_TOTAL (EPI_TMA ? NWG * 2 * STAGING_BYTES : 0)
-#define BAR_WG 1                             // named barriers 1, 2: one consumer warpgroup
+#define WARP_BOX_BYTES (16 * 64 * 2)         // a warp's TMA-epilogue box: 16 rows x 64 columns
+#define STAGING_BYTES (4 * 2 * WARP_BOX_BYTES)  // a consumer warpgroup's: 2 boxes per warp
+#define STAGING_TOTAL (EPI_TMA ? NWG * STAGING_BYTES : 0)
 #define BAR_ORDER 3                          // named barriers 3, 4: ping-pong turns
 
 struct alignas(64) TmapT { u64 opaque[16]; };
@@ -142,20 +142,22 @@ __device__ __forceinline__ void unit_tile(int u, int units_m, int units_n, int c
 // ---------------------------------------------------------------- epilogues
 #if EPI_TMA
 // Registers -> staging buffer (stmatrix, in the 128-byte swizzle the C tensor map
-// uses) -> TMA store, one 64 x 64 chunk at a time, two buffers per warpgroup so a
-// chunk is written while the one before is still being stored.
+// uses) -> TMA store. Each warp stores its own 16 rows, one 16 x 64 box at a time from
+// two buffers of its own, so no warp waits for another: a box is written while the one
+// before is still being read by the store.
 __device__ __forceinline__ void epilogue_tma(float (&acc)[MA][NACC], unsigned char *stage_base, int &buf,
-                                             const TmapT *tmC, int row0, int col0, int cw, int tid) {
+                                             const TmapT *tmC, int row0, int col0, int tid) {
     const int warp = tid / 32, lane = tid % 32;
     const int q = lane / 8;                          // which of the four 8x8 matrices this lane addresses
-    const int r = warp * 16 + (q & 1) * 8 + lane % 8; // its row in the 64-row chunk
+    const int r = (q & 1) * 8 + lane % 8;            // its row in the warp's 16-row box
+    unsigned char *mine = stage_base + warp * 2 * WARP_BOX_BYTES;
 #pragma unroll
     for (int m = 0; m < MA; ++m) {
 #pragma unroll
         for (int ch = 0; ch < BN / 64; ++ch) {
-            unsigned char *dst = stage_base + buf * STAGING_BYTES;
-            if (tid == 0) bulk_wait_read<1>();       // the store from this buffer has read it
-            named_sync(BAR_WG + cw, 128);
+            unsigned char *dst = mine + buf * WARP_BOX_BYTES;
+            if (lane == 0) bulk_wait_read<1>();      // the store from this buffer has read it
+            __syncwarp();
             const u32 row_addr = smem_u32(dst) + r * 128;
 #pragma unroll
             for (int p = 0; p < 4; ++p) {
@@ -168,9 +170,9 @@ __device__ __forceinline__ void epilogue_tma(float (&acc)[MA][NACC], unsigned ch
                 stmatrix4(row_addr + ((chunk ^ (r & 7)) << 4), r0, r1, r2, r3);
             }
             asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-            named_sync(BAR_WG + cw, 128);
-            if (tid == 0) {
-                tma_store(tmC, col0 + ch * 64, row0 + m * 64, dst);
+            __syncwarp();
+            if (lane == 0) {
+                tma_store(tmC, col0 + ch * 64, row0 + m * 64 + warp * 16, dst);
                 bulk_commit();
             }
             buf ^= 1;
@@ -322,7 +324,7 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
         float acc[MA][NACC];
         int stage = 0; u32 phase = 0;
 #if EPI_TMA
-        unsigned char *staging = sC + cw * 2 * STAGING_BYTES;
+        unsigned char *staging = sC + cw * STAGING_BYTES;
         int buf = 0;
         if (tid == 0) asm volatile("prefetch.tensormap [%0];" :: "l"((u64)&tmC) : "memory");
 #endif
@@ -399,7 +401,7 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
 #if MODE != MODE_LOAD
             if (tm < tiles_m && tn < tiles_n) {   // a cluster's CTA past the edge computes nothing to store
 #if EPI_TMA
-                epilogue_tma(acc, staging, buf, &tmC, tm * BM + wg_row0, tn * BN, cw, tid);
+                epilogue_tma(acc, staging, buf, &tmC, tm * BM + wg_row0, tn * BN, tid);
 #else
                 epilogue_direct(acc, C, M, N, ldc, tm * BM + wg_row0, tn * BN, tid);
 #endif
@@ -407,7 +409,7 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
 #endif
         }
 #if EPI_TMA
-        if (tid == 0) bulk_wait_read<0>();   // the staging buffers are read before the CTA exits
+        if (tid % 32 == 0) bulk_wait_read<0>();   // the staging buffers are read before the CTA exits
 #endif
     }
 #if CS > 1

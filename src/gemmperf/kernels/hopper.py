@@ -21,9 +21,9 @@ The configuration dimensions, each a ``#define`` of ``hopper.cu``:
   tile and multicasting it to all sharers; a consumer frees a ring slot in every CTA
   that writes into it.
 - epilogue ``direct``: registers -> global with 16-byte stores (a quad transpose);
-  ``tma``: registers -> a double-buffered 64 x 64 staging buffer per consumer warpgroup
+  ``tma``: registers -> a double-buffered 16 x 64 staging box per consumer warp
   (stmatrix, 128-byte swizzle) -> ``cp.async.bulk.tensor`` stores that run while the
-  consumers go on.
+  consumers go on; each warp on its own, no barrier across the warpgroup.
 - persistent: one CTA per SM (``persistent_ctas`` caps the grid), each walking the
   tiles (clusters of tiles) in the raster order; else one CTA per tile.
 """
@@ -39,9 +39,9 @@ PROD_REGS = 40
 # Working registers of a consumer thread beside its accumulators (addresses, descriptors,
 # loop counters, the epilogue's packed values).
 WORKING_REGS = 40
-# The TMA epilogue's staging: per consumer warpgroup, two buffers of 64 rows x 64
-# columns of the 16-bit output (8 KB each), one filled while the other is stored.
-STAGING_BYTES_PER_WG = 2 * 64 * 64 * 2
+# The TMA epilogue's staging: per consumer warp, two boxes of 16 rows x 64 columns of
+# the 16-bit output (2 KB each), one filled while the other is stored; 16 KB a warpgroup.
+STAGING_BYTES_PER_WG = 4 * 2 * 16 * 64 * 2
 # Bytes of one mbarrier.
 MBARRIER_BYTES = 8
 

@@ -221,6 +221,15 @@ def max_active_clusters(kernel) -> int | None:
     return kernel._max_clusters
 
 
+def check_ldc(cfg: KernelConfig, n: int, ldc: int) -> None:
+    """C's leading dimension ``ldc`` holds ``n`` columns, and where the kernel stores
+    through TMA its rows start on 16 bytes."""
+    if ldc < n:
+        raise ValueError(f"ldc {ldc} < N {n}")
+    if cfg.epilogue == "tma" and (ldc * DTYPE_BYTES[cfg.out_dtype]) % 16:
+        raise ValueError(f"the TMA epilogue needs C's rows padded to 16 bytes (ldc = {ldc}, N = {n})")
+
+
 def kernel_args(kernel, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int,
                 lda: int | None = None, ldb: int | None = None, ldc: int | None = None) -> list:
     cfg = kernel.config
@@ -233,9 +242,8 @@ def kernel_args(kernel, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: i
         tma = tensor_map(a_ptr, m, k, lda, cfg.tile_m // cfg.cluster_n, cfg.tile_k, cfg.dtype)
         tmb = tensor_map(b_ptr, n, k, ldb, cfg.tile_n // cfg.cluster_m, cfg.tile_k, cfg.dtype)
         if cfg.epilogue == "tma":
-            if ldc % 8:
-                raise ValueError(f"the TMA epilogue needs C's rows padded to 16 bytes (ldc = {ldc}, N = {n})")
-            tmc = tensor_map(c_ptr, m, n, ldc, 64, 64, cfg.out_dtype)
+            check_ldc(cfg, n, ldc)
+            tmc = tensor_map(c_ptr, m, n, ldc, 16, 64, cfg.out_dtype)  # one warp's box
         else:
             tmc = (ctypes.c_uint64 * 16)()  # not read by the direct epilogue
         return [tma, tmb, tmc, ctypes.c_uint64(c_ptr), ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k),
@@ -325,8 +333,7 @@ class GemmRunner:
         self.osize = int(DTYPE_BYTES[self.out_dtype])
         self.lda = self.ldb = pad_k(k)
         self.ldc = family_of(cfg).c_ld(cfg, n) if ldc is None else ldc
-        if self.ldc < n:
-            raise ValueError(f"ldc {self.ldc} < N {n}")
+        check_ldc(cfg, n, self.ldc)
         self.sms = num_sms(device)
         self.arch = kernel.arch
         self.A = DeviceBuffer(m * self.lda * self.esize)
