@@ -1,7 +1,8 @@
 """Kernels compile with NVRTC for their architecture, with no GPU needed.
 
 A deterministic representative subset of the default sweep is compiled (every family,
-tile shape, stage count class, persistence, raster and mode); set
+tile shape, stage count class, persistence, raster, cluster shape, epilogue, schedule
+and mode); set
 GEMMPERF_FULL_COMPILE=1 to compile the whole default sweep (all modes) instead.
 """
 
@@ -43,9 +44,15 @@ def _subset(gpu, family):
     for v in variants:  # every persistence/raster value at least once
         if not any((c.persistent, c.raster) == v for c in picked):
             picked.append(next(c for c in sweep if (c.persistent, c.raster) == v))
-    base = picked[0]
-    picked += [base.replace(mode=m) for m in MODES if m != "full"]
-    picked += [base.replace(dtype=d) for d in get_family(family).dtypes[1:]]
+    dims = lambda c: (c.schedule, c.epilogue, c.cluster_m, c.cluster_n)  # noqa: E731
+    firsts = {}
+    for c in sweep:  # every cluster shape, epilogue and schedule at least once
+        firsts.setdefault(dims(c), c)
+    picked += [c for c in firsts.values() if c not in picked]
+    # every mode on the baseline and on the most different kernels (clusters, TMA stores, ping-pong)
+    for base in dict.fromkeys([picked[0], *(c for d, c in firsts.items() if d[1:] != ("direct", 1, 1))][:3]):
+        picked += [base.replace(mode=m) for m in MODES if m != "full"]
+    picked += [picked[0].replace(dtype=d) for d in get_family(family).dtypes[1:]]
     return picked
 
 
@@ -70,6 +77,13 @@ def test_compiles_within_limits(gpu, family, cfg):
         assert r.static_smem == fam.smem_bytes(cfg) or cfg.mode in ("epilogue-only", "empty")
     if cfg.mode == "full":  # the register formula that decides legality holds
         assert r.registers <= fam.register_limit(cfg, gpu)
+
+
+def test_subset_covers_every_new_dimension():
+    hopper = {(c.schedule, c.epilogue, c.cluster_m, c.cluster_n, c.mode) for g, f, c in CASES if f == "ws-hopper"}
+    assert {(s, e) for s, e, *_ in hopper} == {("cooperative", "direct"), ("cooperative", "tma"), ("pingpong", "tma")}
+    assert {(m, n) for _, _, m, n, _ in hopper} == {(1, 1), (2, 1), (1, 2), (2, 2)}
+    assert {mode for _, epilogue, _, _, mode in hopper if epilogue == "tma"} == set(MODES)
 
 
 def test_sweep_covers_every_value():
