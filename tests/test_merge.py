@@ -6,6 +6,7 @@ import csv
 from gemmperf.app.cli import main
 from gemmperf.bench.journal import norm
 from gemmperf.bench.merge import merge_shards
+from gemmperf.problem import LATER_CONFIG_COLUMNS
 from gemmperf.tables import ROW_COLUMNS
 from test_sweep_fakes import tasks
 
@@ -17,12 +18,12 @@ def row(task, status, when, time_us="10.0"):
             "reason": "" if status == "ok" else f"{status} reason"}
 
 
-def write(path, rows, tail=""):
+def write(path, rows, tail="", columns=ROW_COLUMNS):
     with open(path, "w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
-        w.writerow(ROW_COLUMNS)
+        w.writerow(columns)
         for r in rows:
-            w.writerow([norm(r.get(c, "")) for c in ROW_COLUMNS])
+            w.writerow([norm(r.get(c, "")) for c in columns])
         fh.write(tail)
     return path
 
@@ -63,3 +64,12 @@ def test_a_torn_row_is_never_admitted(tmp_path, capsys):
 def test_merge_command_line_missing_file_is_one_line(tmp_path, capsys):
     assert main(["merge", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "o.csv")]) == 2
     assert capsys.readouterr().err == f"gemmperf merge: {tmp_path / 'nope.csv'}: no such file to merge\n"
+
+
+def test_a_shard_written_before_the_new_dimensions_merges_at_their_defaults(tmp_path):
+    old_columns = [c for c in ROW_COLUMNS if c not in LATER_CONFIG_COLUMNS]
+    old = write(tmp_path / "old.csv", [row(A, "ok", "2026-01-01T10:00:00", "5.0")], columns=old_columns)
+    new = write(tmp_path / "new.csv", [row(A, "ok", "2026-01-02T10:00:00", "4.0")])
+    got = merged(tmp_path, old, new)
+    assert len(got) == 1 and got[A["m"]]["time_us"] == "4.0"  # one configuration, the later row
+    assert (got[A["m"]]["epilogue"], got[A["m"]]["group_m"]) == ("direct", "8")

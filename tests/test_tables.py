@@ -9,7 +9,7 @@ from polars.testing import assert_frame_equal
 from gemmperf import tables
 from gemmperf.configs import read_configs
 from gemmperf.errors import UserError
-from gemmperf.problem import CONFIG_COLUMNS
+from gemmperf.problem import CONFIG_COLUMNS, LATER_CONFIG_COLUMNS, KernelConfig
 
 SHIPPED = Path(__file__).resolve().parent.parent / "results" / "h100-sxm5-80gb" / "shipped"
 FILES = sorted((SHIPPED / "measurements").glob("*.csv")) + [SHIPPED / "microbench.csv"]
@@ -18,7 +18,8 @@ FILES = sorted((SHIPPED / "measurements").glob("*.csv")) + [SHIPPED / "microbenc
 def test_schemas_agree_with_the_kernel_configuration():
     assert tables.KEY_COLUMNS == ("m", "n", "k", *CONFIG_COLUMNS)
     assert tables.ROW_COLUMNS[: len(tables.KEY_COLUMNS)] == tables.KEY_COLUMNS
-    assert set(tables.INT_COLUMNS) | {"family", "dtype", "persistent", "raster", "mode"} == set(tables.KEY_COLUMNS)
+    assert (set(tables.INT_COLUMNS) | {"family", "dtype", "persistent", "raster", "mode", "epilogue", "schedule"}
+            == set(tables.KEY_COLUMNS))
     assert set(tables.MEASURED_FLOATS + tables.MEASURED_INTS) <= set(tables.MEASURED_COLUMNS)
     assert set(tables.CONFIG_KEY) == set(tables.KEY_COLUMNS) - {"mode"}
 
@@ -26,9 +27,28 @@ def test_schemas_agree_with_the_kernel_configuration():
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_every_shipped_table_reads_as_polars_infers_it(path):
     df = tables.read_measurements(path)
-    # the strict reader's frame is what polars infers from every row, bit for bit
-    assert_frame_equal(df, pl.read_csv(path, infer_schema_length=None), check_exact=True)
+    # the strict reader's frame is what polars infers from every row, bit for bit, plus the
+    # dimensions added since at their defaults (these files were measured before them)
+    later = list(LATER_CONFIG_COLUMNS)
+    assert_frame_equal(df.drop(later), pl.read_csv(path, infer_schema_length=None), check_exact=True)
+    assert df.select(later).unique().rows(named=True) == [{c: KernelConfig().as_dict()[c] for c in later}]
     assert df.schema["persistent"] == pl.Boolean and df.schema["time_us"] == pl.Float64
+
+
+def test_a_table_of_the_new_dimensions_reads_them_and_bad_values_are_one_line(tmp_path):
+    head = "m,n,k,family,dtype,tile_m,tile_n,tile_k,stages,epilogue,schedule,group_m,persistent_ctas,status,time_us\n"
+    path = tmp_path / "m.csv"
+    path.write_text(head + "1,2,3,ws-hopper,bf16,128,128,64,4,tma,pingpong,4,64,ok,1.5\n")
+    row = tables.read_measurements(path).row(0, named=True)
+    assert (row["epilogue"], row["schedule"], row["group_m"], row["persistent_ctas"]) == ("tma", "pingpong", 4, 64)
+    for column, value, why in [("epilogue", "tmaa", "unknown epilogue"), ("schedule", "ping", "unknown schedule"),
+                               ("group_m", "0", ""), ("persistent_ctas", "-1", "")]:
+        values = dict(zip(head.strip().split(","), "1,2,3,ws-hopper,bf16,128,128,64,4,tma,pingpong,4,64,ok,1.5".split(",")))
+        values[column] = value
+        path.write_text(head + ",".join(values.values()) + "\n")
+        with pytest.raises(UserError) as err:
+            tables.read_measurements(path)
+        assert str(err.value).startswith(f"{path}:2: column {column} = {value!r}") and why in str(err.value)
 
 
 def test_valid_rows_are_ok_full_mode_with_a_positive_finite_time():

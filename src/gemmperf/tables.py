@@ -26,8 +26,8 @@ from pathlib import Path
 
 from . import csvfile
 from .errors import UserError
-from .problem import (CONFIG_COLUMNS, DTYPE_BYTES, EPILOGUES, FAMILIES, MAX_DIM, MAX_DIM_WHY, MODES, RASTERS,
-                      SCHEDULES, KernelConfig)
+from .problem import (CONFIG_COLUMNS, DTYPE_BYTES, EPILOGUES, FAMILIES, LATER_CONFIG_COLUMNS, MAX_DIM,
+                      MAX_DIM_WHY, MODES, RASTERS, SCHEDULES, KernelConfig)
 
 # ------------------------------------------------------------------ configuration columns
 
@@ -157,16 +157,15 @@ def read_measurements(path: str | Path, required=MEASUREMENT_REQUIRED):
 
 
 def with_config_defaults(df):
-    """``df`` with every configuration column it lacks added at KernelConfig's default
-    (a table written before that dimension existed was measured with it); a table with
-    no configuration at all (no ``family`` column) is returned as it is."""
+    """``df`` with the configuration dimensions added after the first measurements
+    (problem.LATER_CONFIG_COLUMNS) at their defaults where it lacks them: a table written
+    before they existed was measured with them. Only a table that names configurations
+    (a ``tile_m`` column) gets them; nothing else is filled in."""
     import polars as pl
 
-    if "family" not in df.columns:
+    if "tile_m" not in df.columns:
         return df
-    missing = [c for c in CONFIG_COLUMNS if c not in df.columns]
-    if not missing:
-        return df
+    missing = [c for c in LATER_CONFIG_COLUMNS if c not in df.columns]
     parsers = MEASUREMENT_PARSERS
     return df.with_columns([pl.lit(CONFIG_DEFAULTS[c], dtype=_polars_type(parsers[c], pl)).alias(c) for c in missing])
 

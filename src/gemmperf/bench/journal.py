@@ -33,7 +33,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import UserError
-from ..tables import KEY_COLUMNS, ROW_COLUMNS, STATUSES
+from ..problem import LATER_CONFIG_COLUMNS
+from ..tables import CONFIG_DEFAULTS, KEY_COLUMNS, ROW_COLUMNS, STATUSES
 
 REASON_MAX = 300  # characters of a reason kept in the row; longer ones go to a side file
 # failures that a rerun may cure (a poisoned context, a hang, a busy GPU): --retry-failed
@@ -71,6 +72,8 @@ def parse_line(line: str, header: tuple[str, ...]) -> dict | None:
     if fields is None or len(fields) != len(header):
         return None
     row = dict(zip(header, fields))
+    # a file written before a configuration dimension existed was measured at its default
+    row.update({c: norm(CONFIG_DEFAULTS[c]) for c in LATER_CONFIG_COLUMNS if c not in header})
     if row.get("status") not in STATUSES or any(not row.get(c) for c in KEY_COLUMNS if c in header):
         return None
     if row["status"] == "ok":

@@ -68,6 +68,22 @@ def verify(kernel, m: int, n: int, k: int, *, runner: GemmRunner | None = None, 
             runner.close()
 
 
+def _padding_written(r: GemmRunner, pad: np.ndarray, mode: str, poison: int) -> int:
+    """Elements of C's row padding (columns N .. ldc - 1) written against the rules.
+
+    A kernel whose stores go out in whole 16-byte chunks may write the chunk holding
+    column N - 1 (with zeros in full mode, anything in the modes that do not compute from
+    A and B), nothing past it; any other kernel writes no padding at all."""
+    written = pad != poison
+    if not family_of(r.kernel.config).writes_c_padding(r.kernel.config):
+        return int(np.count_nonzero(written))
+    chunk = 16 // r.osize
+    inside = -(-r.n // chunk) * chunk - r.n
+    sign_off = 0x7FFF if r.osize == 2 else 0x7FFFFFFF
+    bad_inside = written[:, :inside] & ((pad[:, :inside] & sign_off) != 0) if mode == "full" else 0
+    return int(np.count_nonzero(bad_inside)) + int(np.count_nonzero(written[:, inside:]))
+
+
 def _verify(r: GemmRunner, samples: int, exhaustive: bool | None, seed: int | None) -> VerifyResult:
     m, n, k = r.m, r.n, r.k
     mode = r.kernel.config.mode
@@ -98,19 +114,7 @@ def _verify(r: GemmRunner, samples: int, exhaustive: bool | None, seed: int | No
         sampled_raw = padded[:, :n]
     craw = padded[:, :n] if padded.shape[0] == m else sampled_raw
     what = "all of C" if craw.shape[0] == m else f"{len(rows)} rows of C"
-    pad = padded[:, n:]
-    written = pad != poison
-    if family_of(r.kernel.config).writes_c_padding(r.kernel.config):
-        # whole 16-byte chunks: the chunk holding column N - 1 may be written (with
-        # zeros in full mode, anything in the modes that do not compute from A and B),
-        # nothing past it
-        chunk = 16 // r.osize
-        inside = -(-n // chunk) * chunk - n
-        sign_off = 0x7FFF if r.osize == 2 else 0x7FFFFFFF
-        bad_inside = written[:, :inside] & ((pad[:, :inside] & sign_off) != 0) if mode == "full" else 0
-        pad_written = int(np.count_nonzero(bad_inside)) + int(np.count_nonzero(written[:, inside:]))
-    else:
-        pad_written = int(np.count_nonzero(written))
+    pad_written = _padding_written(r, padded[:, n:], mode, poison)
     if pad_written:
         return VerifyResult(False, float("nan"), f"wrote {pad_written} elements of C's row padding "
                                                  f"(columns {n}..{r.ldc - 1})")

@@ -22,8 +22,8 @@ import polars as pl
 from ..errors import UserError
 from ..kernels import get_family
 from ..params import PARAM_NAMES, ParamSet
-from ..problem import CONFIG_COLUMNS, DTYPE_BYTES, SCALE_FACTORS, KernelConfig
-from ..tables import INT_COLUMNS, SHAPE_COLUMNS
+from ..problem import CONFIG_COLUMNS, DTYPE_BYTES, EPILOGUES, SCALE_FACTORS, SCHEDULES, KernelConfig
+from ..tables import INT_COLUMNS, SHAPE_COLUMNS, ZERO_OK_COLUMNS
 _DEFAULTS = KernelConfig().as_dict()
 _BYTES = {d: float(b) for d, b in DTYPE_BYTES.items()}
 _SF_PER_ELEM = {d: nbytes / elems for d, (elems, nbytes) in SCALE_FACTORS.items()}
@@ -75,7 +75,7 @@ def fill_configs(configs: pl.DataFrame) -> pl.DataFrame:
     try:
         df = df.with_columns(
             *(pl.col(c).cast(pl.Int64) for c in INT_COLUMNS),
-            pl.col("family", "dtype", "out_dtype").cast(pl.Utf8),
+            pl.col("family", "dtype", "out_dtype", "epilogue", "schedule").cast(pl.Utf8),
             pl.col("persistent").cast(pl.Boolean),
         )
     except pl.exceptions.PolarsError as err:
@@ -85,13 +85,15 @@ def fill_configs(configs: pl.DataFrame) -> pl.DataFrame:
         if nulls:
             raise UserError(f"configs: column {c} has {nulls} empty value(s)")
     for c in INT_COLUMNS:
-        bad = df.filter(pl.col(c) < 1)
+        low = 0 if c in ZERO_OK_COLUMNS else 1
+        bad = df.filter(pl.col(c) < low)
         if bad.height:
-            raise UserError(f"configs: {c} = {bad.get_column(c)[0]} must be >= 1")
-    for c in ("dtype", "out_dtype"):
-        unknown = sorted(set(df.get_column(c).unique().to_list()) - set(DTYPE_BYTES))
+            raise UserError(f"configs: {c} = {bad.get_column(c)[0]} must be >= {low}")
+    for c, known in (("dtype", DTYPE_BYTES), ("out_dtype", DTYPE_BYTES), ("epilogue", EPILOGUES),
+                     ("schedule", SCHEDULES)):
+        unknown = sorted(set(df.get_column(c).unique().to_list()) - set(known))
         if unknown:
-            raise UserError(f"configs: {c} = {unknown[0]!r} is unknown; known: {', '.join(DTYPE_BYTES)}")
+            raise UserError(f"configs: {c} = {unknown[0]!r} is unknown; known: {', '.join(known)}")
     return df
 
 
