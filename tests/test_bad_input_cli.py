@@ -219,8 +219,9 @@ def test_optimize_refuses_what_it_cannot_honour(capsys, tmp_path):
 # ------------------------------------------------------------------ answers in words
 
 
-ONE_LINE = re.compile(r"^4096x4096x4096 bf16 on h100-sxm5-80gb: ws-hopper \d+x\d+x64, \d stages, (non-)?persistent, "
-                      r"\w+ raster: [\d.]+ us \(ws-pipelined, limiter \w+\); (?P<meas>.*); params: (?P<src>.*)$")
+ONE_LINE = re.compile(r"^4096x4096x4096 bf16 on h100-sxm5-80gb: ws-hopper \d+x\d+x64, \d stages(, cluster \dx\d)?"
+                      r"(, TMA epilogue)?(, ping-pong)?, (non-)?persistent( on \d+ CTAs)?, "
+                      r"\w+ raster( in groups of \d+)?: [\d.]+ us \(ws-pipelined, limiter \w+\); (?P<meas>.*); params: (?P<src>.*)$")
 
 
 def _measurement(path: Path, time_us: float) -> None:

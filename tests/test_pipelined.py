@@ -16,6 +16,7 @@ from gemmperf.hardware import CATALOG
 from gemmperf.models import MODELS, predict
 from gemmperf.models import ws_pipelined as W
 from gemmperf.params import ParamSet
+from gemmperf.problem import KernelConfig
 
 GPU = CATALOG["h100-sxm5-80gb"]
 PS = ParamSet(GPU)
@@ -82,7 +83,7 @@ def test_padding_waste_and_scalar_epilogue():
 def test_wave_panels_by_raster():
     t0, a = np.array([0, 0, 0]), np.array([16, 16, 16])
     tm, tn = np.array([32, 32, 32]), np.array([32, 32, 32])
-    r_m, r_n = W.wave_panels(t0, a, tm, tn, np.array([0, 1, 2]))
+    r_m, r_n = W.wave_panels(t0, a, tm, tn, np.array([0, 1, 2]), 8)
     assert list(r_m) == [1, 16, 8] and list(r_n) == [16, 1, 2]
 
 
@@ -260,3 +261,59 @@ def test_each_switch_changes_only_its_effect():
         by_opt = W.evaluate(**arr, model_options={effect: False})["predicted_us"]
         assert np.array_equal(by_kw, by_opt), effect
     assert W.Switches.of({"padding": False}, {"padding": True}).padding
+
+
+def _big(**extra):
+    """One 8192^3 row of every configuration column (128x256, 4 stages, persistent, grouped), ``extra`` over it."""
+    shape = {"m": extra.pop("m", 8192), "n": extra.pop("n", 8192), "k": extra.pop("k", 8192)}
+    cfg = KernelConfig("ws-hopper", "bf16", 128, 256, 64, 4, persistent=True, raster="grouped").replace(**extra)
+    return pl.DataFrame([{**shape, **cfg.as_dict()}])
+
+
+def test_tma_store_epilogue_exposes_only_the_staging_writes():
+    direct, tma = W.predict(_big(), PS), W.predict(_big(epilogue="tma"), PS)
+    assert tma["epilogue_us"][0] < direct["epilogue_us"][0] and tma["predicted_us"][0] < direct["predicted_us"][0]
+    off = W.predict(_big(epilogue="tma"), PS, tma_store=False)
+    assert off["predicted_us"][0] == direct["predicted_us"][0]
+    # 2-byte stores (N % 8 != 0) slow the direct epilogue only
+    odd = dict(n=8191)
+    slow = W.predict(_big(**odd), PS)["epilogue_us"][0] - W.predict(_big(), PS)["epilogue_us"][0]
+    fast = W.predict(_big(epilogue="tma", **odd), PS)["epilogue_us"][0] - tma["epilogue_us"][0]
+    assert slow > 10 * abs(fast)
+
+
+def test_pingpong_hides_epilogues_behind_the_other_warpgroups_main_loop():
+    coop = W.predict(_big(tile_n=128), PS)
+    pp = W.predict(_big(tile_n=128, schedule="pingpong"), PS)
+    assert pp["epilogue_us"][0] < coop["epilogue_us"][0] / 10
+    assert W.predict(_big(tile_n=128, schedule="pingpong"), PS, pingpong_overlap=False)["predicted_us"][0] \
+        == coop["predicted_us"][0]
+    # one tile a CTA (not persistent): nothing to overlap
+    np_pp = W.predict(_big(tile_n=128, schedule="pingpong", persistent=False, raster="row"), PS)
+    np_coop = W.predict(_big(tile_n=128, persistent=False, raster="row"), PS)
+    assert np_pp["predicted_us"][0] == np_coop["predicted_us"][0]
+
+
+def test_clusters_take_units_and_fit_the_gpcs():
+    out = W.predict(pl.concat([_big(cluster_m=1), _big(cluster_m=2), _big(cluster_m=2, cluster_n=2)]), PS)
+    assert out["wave_ctas"].to_list() == [132, 132, 120]  # 30 clusters of 4 fit on the H100
+    assert out["tiles"].to_list() == [64 * 32] * 3
+    # an odd tile count rounds up to whole clusters
+    odd = W.predict(rows(m=[8192 + 128], n=[8192], k=[512], tile_m=[128], tile_n=[256], cluster_m=[2]), PS)
+    assert odd["tiles"][0] == 66 * 32
+    # multicast halves the shared operand's bytes per CTA
+    slow_l2 = ParamSet(GPU.replace(dram_bytes_per_s=GPU.dram_bytes_per_s / 20))
+    small_k = dict(k=1024)
+    assert W.predict(_big(cluster_m=2, **small_k), slow_l2)["stage_load_us"][0] \
+        < W.predict(_big(**small_k), slow_l2)["stage_load_us"][0]
+
+
+def test_persistent_ctas_caps_the_wave_and_group_m_moves_the_l2_panels():
+    out = W.predict(pl.concat([_big(), _big(persistent_ctas=128), _big(persistent_ctas=64)]), PS)
+    assert out["wave_ctas"].to_list() == [132, 128, 64]
+    assert out["waves"].to_list() == [16, 16, 32]
+    r1 = W.wave_panels(np.array([0]), np.array([132]), np.array([64]), np.array([32]), np.array([2]), 1)
+    r16 = W.wave_panels(np.array([0]), np.array([132]), np.array([64]), np.array([32]), np.array([2]), 16)
+    assert (r1[0][0], r1[1][0]) == (5, 32) and (r16[0][0], r16[1][0]) == (16, 9)
+    hits = W.predict(pl.concat([_big(group_m=g) for g in (1, 8)]), PS)["l2_hit_rate_est"].to_list()
+    assert hits[0] != hits[1]

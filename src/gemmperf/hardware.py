@@ -42,6 +42,10 @@ class GPU:
     tc_flops_per_clk: dict[str, int] = field(default_factory=dict)
     fma_flops_per_clk: int = 256  # FP32 FFMA: 2 FLOP x FP32 lanes per SM
     regs_per_thread: int = 255
+    # CTAs that run at once in thread-block clusters of each size (key: CTAs per cluster,
+    # as text), where the SMs' grouping into GPCs leaves some idle; sizes not listed:
+    # floor(SMs / size) * size (``ctas_in_clusters``)
+    cluster_ctas: dict[str, int] = field(default_factory=dict)
     source: str = "catalog"  # "catalog" or "probed"
     driver: str = ""
 
@@ -57,6 +61,12 @@ class GPU:
         if key not in self.tc_flops_per_clk:
             raise UserError(f"{self.name}: no tensor-core rate for dtype {dtype!r}")
         return self.tc_flops_per_clk[key]
+
+    def ctas_in_clusters(self, size: int) -> int:
+        """CTAs (one per SM) that run at once when launched in clusters of ``size`` CTAs."""
+        if size <= 1:
+            return self.sms
+        return int(self.cluster_ctas.get(str(size), self.sms // size * size))
 
     def supports(self, dtype: str) -> bool:
         return dtype == "fp32" or ("fp4" if dtype == "nvfp4" else dtype) in self.tc_flops_per_clk
@@ -79,10 +89,17 @@ class GPU:
 
 
 def load_gpu(path: str | Path) -> GPU:
+    """A descriptor from its JSON file. One written before ``cluster_ctas`` existed takes
+    the catalog's figure for its chip (the slug's), which was measured on that chip."""
     try:
-        return GPU.from_dict(json.loads(Path(path).read_text()))
-    except (OSError, ValueError, TypeError) as err:
+        data = json.loads(Path(path).read_text())
+        gpu = GPU.from_dict(data)
+    except (OSError, ValueError, TypeError, AttributeError) as err:
         raise UserError(f"{path}: not a GPU descriptor ({err})") from None
+    base = CATALOG.get(gpu.slug)
+    if "cluster_ctas" not in data and base is not None and base.sms == gpu.sms:
+        gpu = gpu.replace(cluster_ctas=dict(base.cluster_ctas))
+    return gpu
 
 
 # ----------------------------------------------------------------------- catalog
@@ -109,6 +126,9 @@ CATALOG: dict[str, GPU] = {
             # datasheet 989 TFLOP/s dense bf16 = 132 SMs x 4096 FLOP/clk x 1.83 GHz
             tc_flops_per_clk=dict(_HOPPER_TC),
             fma_flops_per_clk=256,  # 128 FP32 lanes/SM (67 TFLOP/s at 1.98 GHz)
+            # cuOccupancyMaxActiveClusters on the lent H100 (2026-11-23, ws-hopper
+            # 128x256 s4): 66 clusters of 2 (all 132 SMs), 30 of 4 (120 SMs)
+            cluster_ctas={"4": 120},
         ),
         GPU(
             name="NVIDIA H200 SXM 141GB",
@@ -268,6 +288,7 @@ def probe(device: int = 0) -> GPU:
         memory_bytes=int(_check(cu.cuDeviceTotalMem(dev))),
         tc_flops_per_clk=tc,
         fma_flops_per_clk=base.fma_flops_per_clk if base else 256,
+        cluster_ctas=dict(base.cluster_ctas) if base else {},
         source="probed",
         driver=f"{driver // 1000}.{(driver % 1000) // 10}",
     )

@@ -16,7 +16,7 @@ from ..errors import UserError
 from ..hardware import GPU
 from ..kernels import check_legal
 from ..params import ParamSet
-from ..problem import CONFIG_COLUMNS, DTYPE_BYTES, KernelConfig
+from ..problem import CONFIG_COLUMNS, DEFAULT_GROUP_M, DTYPE_BYTES, KernelConfig
 from .resolve import RESULTS
 
 # The models count tiles and k-blocks in 64-bit integers; M*N*K beyond this would
@@ -60,7 +60,11 @@ def arithmetic_reason(m: int, n: int, k: int) -> str | None:
 def describe(cfg: KernelConfig) -> str:
     """Short name of a configuration for messages: 'ws-hopper bf16 128x128x64, 4 stages'."""
     extra = [f"cluster {cfg.cluster_m}x{cfg.cluster_n}"] if (cfg.cluster_m, cfg.cluster_n) != (1, 1) else []
+    extra += ["TMA epilogue"] if cfg.epilogue == "tma" else []
+    extra += ["ping-pong"] if cfg.schedule == "pingpong" else []
     extra += ["persistent"] if cfg.persistent else []
+    extra += [f"{cfg.persistent_ctas} CTAs"] if cfg.persistent_ctas else []
+    extra += [f"groups of {cfg.group_m}"] if cfg.raster == "grouped" and cfg.group_m != DEFAULT_GROUP_M else []
     extra += [f"mode {cfg.mode}"] if cfg.mode != "full" else []
     return (f"{cfg.family} {cfg.dtype} {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k}, {cfg.stages} stages"
             + "".join(f", {e}" for e in extra))

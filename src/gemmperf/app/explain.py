@@ -9,6 +9,7 @@ import polars as pl
 
 from ..errors import UserError
 from ..hardware import GPU
+from ..problem import CONFIG_COLUMNS, DEFAULT_GROUP_M, KernelConfig
 from ..tables import read_measurements, valid_rows
 from .resolve import RESULTS
 
@@ -98,15 +99,27 @@ def measured_best(gpu: GPU, shape, pairs) -> dict | None:
 
 
 def fmt_config(c) -> str:
-    cl = f" cluster {c.cluster_m}x{c.cluster_n}" if (c.cluster_m, c.cluster_n) != (1, 1) else ""
-    return (f"{c.tile_m}x{c.tile_n}x{c.tile_k}, {c.stages} stages{cl}, "
-            f"{'persistent' if c.persistent else 'non-persistent'}, {c.raster} raster")
+    """'128x256x64, 4 stages, cluster 2x1, TMA epilogue, ping-pong, persistent on 128 CTAs,
+    grouped raster in groups of 4': the dimensions at their defaults are left out."""
+    words = [f"{c.tile_m}x{c.tile_n}x{c.tile_k}", f"{c.stages} stages"]
+    words += [f"cluster {c.cluster_m}x{c.cluster_n}"] if (c.cluster_m, c.cluster_n) != (1, 1) else []
+    words += ["TMA epilogue"] if c.epilogue == "tma" else []
+    words += ["ping-pong"] if c.schedule == "pingpong" else []
+    persistent = "persistent" if c.persistent else "non-persistent"
+    words.append(persistent + (f" on {c.persistent_ctas} CTAs" if c.persistent_ctas else ""))
+    group = f" in groups of {c.group_m}" if c.raster == "grouped" and c.group_m != DEFAULT_GROUP_M else ""
+    words.append(f"{c.raster} raster{group}")
+    return ", ".join(words)
 
 
 def _fmt_row(r: dict) -> str:
-    persistent = r.get("persistent") in (True, "true", "True", 1)
-    return (f"{r['family']} {r['tile_m']}x{r['tile_n']}x{r['tile_k']}, {r['stages']} stages, "
-            f"{'persistent' if persistent else 'non-persistent'}, {r.get('raster', 'row')} raster")
+    """A measured row's configuration in words (fmt_config), its absent columns at their defaults."""
+    values = {k: r[k] for k in CONFIG_COLUMNS if r.get(k) not in (None, "")}
+    values["persistent"] = values.get("persistent") in (True, "true", "True", 1)
+    for k in ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "group_m", "persistent_ctas"):
+        if k in values:
+            values[k] = int(values[k])
+    return f"{r['family']} {fmt_config(KernelConfig(**values))}"
 
 
 def us(value: float) -> str:

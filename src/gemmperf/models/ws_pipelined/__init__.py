@@ -4,7 +4,10 @@ Persistent or not, one CTA per SM; each CTA runs whole output tiles. Beyond
 ``ws-persistent`` (gemm-model's phases) this model follows the ws-hopper kernel as it is
 written: a producer issues TMA loads of A and B k-blocks into a ring of B = ``stages``
 buffers; the consumer warpgroups run wgmma on them and, for the same tile, the epilogue
-(registers -> global stores).
+(registers -> global stores, or through shared memory and TMA stores). Clusters of
+cm x cn CTAs take units of cm x cn tiles and multicast the operand tiles they share;
+a wave holds the CTAs that fit at once in such clusters (``GPU.ctas_in_clusters``),
+capped by ``persistent_ctas`` on a persistent grid (geometry.py).
 
 Modules: ``geometry`` (tiles, waves, the panels a wave reads, L2 hit rates: the
 ``Grid``, integer inputs only, which a fit computes once with ``grid_of``),
@@ -30,6 +33,10 @@ assumption so its contribution shows):
 - ``coalesced_reads``: CTAs close in launch order read a shared panel once.
 - ``consumer_warpgroups``: one consumer warpgroup (64-row tiles) leaves the tensor
   cores partly idle.
+- ``tma_store``: the TMA-store epilogue exposes only the staging writes to shared
+  memory; the stores drain behind the next tile (the last tile's at the end).
+- ``pingpong_overlap``: ping-pong consumers on a persistent grid hide a tile's epilogue
+  (beyond the other warpgroup's S*Tc) and the next fill.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and

@@ -41,16 +41,29 @@ def smem_time(x: Inputs):
 
 
 def epilogue(x: Inputs, a, scalar_stores):
-    """One tile's epilogue in a wave of a CTAs:
+    """One tile's epilogue in a wave of a CTAs, the direct epilogue's stores from registers:
         E(a) = t_epilogue_us + max(TM*TN*ob*f / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us,
                                    [2-byte stores] a*TM*TN*ob / scalar_l2_bytes_per_us)
     with f = scalar_store_factor for 2-byte stores (partial-sector L2 writes, whose request
-    rate the whole wave shares), else 1."""
+    rate the whole wave shares), else 1. The TMA-store epilogue (``effects.tma_store``)
+    replaces the stores by staging writes to shared memory."""
     out_tile = x.tile_m * x.tile_n * x.out_bytes
     vec = np.where(scalar_stores, x.c.scalar_store_factor, 1.0)
     t_store = np.maximum(out_tile * vec / x.c.store_bytes_per_us,
                          np.where(scalar_stores, a * out_tile / x.c.scalar_l2_bytes_per_us, 0.0))
-    return x.t_epilogue_us + np.maximum(t_store, a * out_tile / x.c.dram_eff_bytes_per_us)
+    direct = x.t_epilogue_us + np.maximum(t_store, a * out_tile / x.c.dram_eff_bytes_per_us)
+    return E.tma_store(x, direct, out_tile)
+
+
+def store_drain(x: Inputs, a):
+    """The last tile's TMA stores drain after its consumers are done: once per kernel,
+        max(TM*TN*ob / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us)
+    for the TMA-store epilogue (``effects.tma_store``), 0 for the direct one."""
+    if not x.on.tma_store:
+        return np.zeros(x.shape)
+    out_tile = x.tile_m * x.tile_n * x.out_bytes
+    drain = np.maximum(out_tile / x.c.store_bytes_per_us, a * out_tile / x.c.dram_eff_bytes_per_us)
+    return np.where(x.epilogue == 1, drain, 0.0)
 
 
 @dataclass(frozen=True)
@@ -86,12 +99,15 @@ def full_wave_hit_rate(x: Inputs):
                     (h_first + (g.full_waves - 1) * h_later) / np.maximum(g.full_waves, 1), h_first)
 
 
-def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale) -> dict:
+def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale, t_c) -> dict:
     """init, fill, mainloop, epilogue and overhead of the whole kernel (us).
 
     persistent (grid = min(T, P)): the producer prefetches the next tile's ring during
     the epilogue, so only the part of a later fill longer than the epilogue is exposed;
-    non-persistent (grid = T): each wave's CTAs start cold and pay ``cta_launch_us``."""
+    non-persistent (grid = T): each wave's CTAs start cold and pay ``cta_launch_us``.
+    Ping-pong (``effects.pingpong_overlap``) hides epilogues and later fills behind the
+    other consumer warpgroup's main loop; the TMA-store epilogue drains its last tile's
+    stores at the end (``store_drain``)."""
     g = x.grid
     has_rem = g.rem > 0
     mainloop = scale * (g.full_waves * full.rest + has_rem * last.rest)
@@ -101,13 +117,16 @@ def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale) -> dict:
     later_fills = np.where(has_rem, np.maximum(g.full_waves - 1, 0) * exposed_full
                            + (g.full_waves > 0) * exposed_last,
                            np.maximum(g.full_waves - 1, 0) * exposed_full)
+    overlap = E.pingpong_overlap(x, full.epilogue, np.where(has_rem, last.epilogue, full.epilogue), t_c)
+    if overlap is not None:
+        epi, later_fills = np.where(overlap.on, overlap.epilogue, epi), np.where(overlap.on, 0.0, later_fills)
     fill_p = scale * (first.fill + later_fills)
     fill_np = scale * (g.full_waves * full.fill + has_rem * last.fill)
     return {
         "init_us": np.asarray(x.t_init_us, dtype=np.float64),
         "fill_us": np.where(x.persistent, fill_p, fill_np),
         "mainloop_us": mainloop,
-        "epilogue_us": epi,
+        "epilogue_us": epi + store_drain(x, np.where(has_rem, last.a, full.a)),
         "overhead_us": np.where(x.persistent, g.n_waves * x.c.tile_overhead_us, g.n_waves * x.c.cta_launch_us),
     }
 
@@ -140,7 +159,7 @@ def evaluate(*, model_options: dict | None = None, grid: Grid | None = None, **n
     first = wave(x, g.first, h_first, t_c, pad)
     full = wave(x, g.full, full_wave_hit_rate(x), t_c, pad)
     last = wave(x, g.last, E.l2_reuse(x, g.last), t_c, pad)
-    terms = kernel_terms(x, first, full, last, pad.work_scale)
+    terms = kernel_terms(x, first, full, last, pad.work_scale, t_c)
     total = terms["init_us"] + terms["fill_us"] + terms["mainloop_us"] + terms["epilogue_us"] + terms["overhead_us"]
     columns = {
         "predicted_us": total,
@@ -154,11 +173,12 @@ def evaluate(*, model_options: dict | None = None, grid: Grid | None = None, **n
         "l2_hit_rate_est": h_first,
         "padding_waste": 1.0 - g.useful,
         "tiles": g.tiles,
+        "wave_ctas": g.wave_ctas,
         "waves": g.n_waves,
         "last_wave_sms": g.last_a,
         "k_stages": g.k_blocks,
     }
-    ints = ("limiter", "tiles", "waves", "last_wave_sms", "k_stages")
+    ints = ("limiter", "tiles", "wave_ctas", "waves", "last_wave_sms", "k_stages")
     return {name: np.broadcast_to(value, x.shape).astype(np.int8 if name == "limiter" else
                                                          np.int64 if name in ints else np.float64)
             for name, value in columns.items()}

@@ -204,3 +204,38 @@ def cta_bytes(x: Inputs):
     cluster multicast: TM/cn * TK * (b + sf) and TN/cm * TK * (b + sf) (geometry.cta_bytes,
     in the grid)."""
     return x.grid.a_bytes, x.grid.b_bytes
+
+
+def tma_store(x: Inputs, direct, out_tile):
+    """The TMA-store epilogue: the consumers write the tile to a shared-memory staging
+    buffer and hand it to the copy engine, which stores it while they go on with the next
+    tile, so a tile's exposed epilogue is
+        E_tma = t_epilogue_us + TM*TN*ob / smem_bytes_per_us
+    (the staging writes); the stores drain behind the next tile (compose.store_drain adds
+    the last tile's). It also never falls back to 2-byte stores (whole 16-byte chunks into
+    C's padded rows). Off, or with the direct epilogue: ``direct`` (compose.epilogue)."""
+    if not x.on.tma_store:
+        return direct
+    staged = x.t_epilogue_us + out_tile / x.c.smem_bytes_per_us
+    return np.where(x.epilogue == 1, staged, direct)
+
+
+class Overlap(NamedTuple):
+    on: np.ndarray  # rows where the ping-pong overlap applies
+    epilogue: np.ndarray  # the kernel's exposed epilogue time on those rows
+
+
+def pingpong_overlap(x: Inputs, e_full, e_final, t_c):
+    """Ping-pong consumers on a persistent grid: the two consumer warpgroups take turns
+    with whole tiles, so a tile's epilogue runs while the other warpgroup's main loop of
+    the next tile keeps the tensor cores busy (at least S*Tc), and the producer fills the
+    next tile's ring meanwhile. Of a CTA's n tiles (W waves), all but the last hide
+        exposed epilogue = (W - 1) * max(E - S*Tc, 0) + E_last,   later fills = 0.
+    (S*Tc and not the pipelined loop: the hiding is bounded by the math, which keeps the
+    ring depth out of it.) Non-persistent ping-pong runs one tile a CTA: nothing to
+    overlap. Off, or cooperative: None (compose keeps the cooperative terms)."""
+    if not x.on.pingpong_overlap:
+        return None
+    on = (x.schedule == 1) & x.persistent
+    hidden = np.maximum(e_full - x.grid.k_blocks * t_c, 0.0)
+    return Overlap(on=on, epilogue=np.maximum(x.grid.n_waves - 1, 0) * hidden + e_final)

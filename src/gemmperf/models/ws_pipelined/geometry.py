@@ -1,12 +1,18 @@
 """Where the tiles are: waves, the panels a wave reads, and how far apart their users run.
 
 Notation: TM, TN, TK tile; S = ceil(K/TK) k-blocks; tiles_m = ceil(M/TM), tiles_n =
-ceil(N/TN); T = tiles; P = SMs (CTAs per wave); full waves F = T // P, remainder
-R = T % P; a wave has ``a`` active CTAs (P, or R for the last one).
+ceil(N/TN); clusters of cm x cn CTAs (cs = cm*cn) take a unit of cm x cn tiles, units_m =
+ceil(tiles_m/cm), units_n = ceil(tiles_n/cn); T = units_m*units_n*cs CTAs' worth of
+tiles (= tiles without clusters; a cluster's CTAs past the edge compute a padding tile);
+P = CTAs per wave: the CTAs that fit at once in clusters of cs (the GPU's
+``ctas_in_clusters``: SMs without clusters), capped by ``persistent_ctas`` on a
+persistent grid; full waves F = T // P, remainder R = T % P; a wave has ``a`` active
+CTAs (P, or R for the last one).
 
-A tile index t maps to a tile (row, column) by the kernel's raster (kernels/source.py):
-row t -> (t // tiles_n, t % tiles_n); column t -> (t % tiles_m, t // tiles_m);
-grouped: groups of GROUP_M tile rows, each walked column by column.
+A tile index t maps to a tile (row, column) by the kernel's raster (kernels/source.py),
+over units with clusters: row t -> (t // tiles_n, t % tiles_n); column t -> (t % tiles_m,
+t // tiles_m); grouped: groups of ``group_m`` tile (unit) rows, each walked column by
+column. A wave's panels are counted on the unit grid and scaled by cm (A) and cn (B).
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...kernels.family import pad_k
-from ...kernels.source import GROUP_M, RASTER_IDS
+from ...problem import DEFAULT_GROUP_M
+from ...kernels.source import RASTER_IDS
 from ..columns import ceil_div
 
 ROW, COLUMN = RASTER_IDS["row"], RASTER_IDS["column"]
@@ -41,12 +48,14 @@ class Span:
     bytes: WaveBytes | None = None  # the panels' rows and bytes (``with_bytes``)
 
     @classmethod
-    def of(cls, t0, a, tiles_m, tiles_n, raster) -> Span:
+    def of(cls, t0, a, tiles_m, tiles_n, raster, group, cm=1, cn=1) -> Span:
+        """The wave of CTAs t0 .. t0+a-1; with clusters (cm x cn) its panels are counted
+        on the unit grid and scaled to tiles (``cluster_panels``)."""
         a1 = np.maximum(a, 1)
-        r_m, r_n = wave_panels(t0, a, tiles_m, tiles_n, raster)
+        r_m, r_n = cluster_panels(t0, a, tiles_m, tiles_n, raster, group, cm, cn)
         before = np.maximum(t0 - a1, 0)
-        u_m, u_n = wave_panels(before, 2 * a1, tiles_m, tiles_n, raster)
-        p_m, p_n = wave_panels(before, a1, tiles_m, tiles_n, raster)
+        u_m, u_n = cluster_panels(before, 2 * a1, tiles_m, tiles_n, raster, group, cm, cn)
+        p_m, p_n = cluster_panels(before, a1, tiles_m, tiles_n, raster, group, cm, cn)
         return cls(t0=t0, a=a, a1=a1, r_m=r_m, r_n=r_n, prev=t0 >= a1, p_m=p_m, p_n=p_n, u_m=u_m, u_n=u_n)
 
     def with_bytes(self, *sizes) -> Span:
@@ -63,7 +72,8 @@ class Grid:
     k_blocks: np.ndarray  # S
     tiles_m: np.ndarray
     tiles_n: np.ndarray
-    tiles: np.ndarray
+    tiles: np.ndarray  # T: CTAs' worth of tiles, cluster padding included
+    wave_ctas: np.ndarray  # P
     full_waves: np.ndarray  # F
     rem: np.ndarray  # R
     first_a: np.ndarray  # CTAs of the first wave
@@ -87,31 +97,40 @@ class Grid:
     def of(cls, v: dict) -> Grid:
         """From evaluate()'s input arrays by name (integers as int64, broadcast together)."""
         m, n, k, tile_m, tile_n, tile_k = (v[name] for name in ("m", "n", "k", "tile_m", "tile_n", "tile_k"))
-        sms, raster, in_bytes = v["sms"], v["raster"], v["in_bytes"]
+        raster, in_bytes, group, cm, cn = v["raster"], v["in_bytes"], v["group_m"], v["cluster_m"], v["cluster_n"]
         s = ceil_div(k, tile_k)
         tiles_m, tiles_n = ceil_div(m, tile_m), ceil_div(n, tile_n)
-        tiles = tiles_m * tiles_n
+        tiles = ceil_div(tiles_m, cm) * ceil_div(tiles_n, cn) * (cm * cn)
+        sms = wave_ctas(v["cluster_ctas"], v["persistent"], v["persistent_ctas"])
         full_waves, rem = tiles // sms, tiles % sms
         useful = (m * n * k) / (tiles_m * tile_m * tiles_n * tile_n * s * tile_k).astype(np.float64)
         # TMA skips what overhangs M, N and K
         useful_ab = ((m / (tiles_m * tile_m)) * tile_m + (n / (tiles_n * tile_n)) * tile_n) \
             / (tile_m + tile_n) * (k / (s * tile_k))
         first_a, last_a = np.minimum(tiles, sms), np.where(rem > 0, rem, sms)
-        d_m, d_n = reuse_distance(tiles_m, tiles_n, raster)
+        d_m, d_n = reuse_distance(ceil_div(tiles_m, cm), ceil_div(tiles_n, cn), raster, group)
         zero = np.zeros_like(tiles)
 
         def span(t0, a):
-            return Span.of(t0, a, tiles_m, tiles_n, raster).with_bytes(tiles_m, tiles_n, tile_m, tile_n, tile_k,
-                                                                      in_bytes, m, n, k, s)
+            return Span.of(t0, a, tiles_m, tiles_n, raster, group, cm, cn).with_bytes(
+                tiles_m, tiles_n, tile_m, tile_n, tile_k, in_bytes, m, n, k, s)
 
         a_bytes, b_bytes = cta_bytes(tile_m, tile_n, tile_k, v["cluster_m"], v["cluster_n"], in_bytes,
                                      v["sf_bytes_per_elem"])
         line_off, sector_off = line_shares(k, in_bytes)
-        return cls(k_blocks=s, tiles_m=tiles_m, tiles_n=tiles_n, tiles=tiles, full_waves=full_waves,
+        return cls(k_blocks=s, tiles_m=tiles_m, tiles_n=tiles_n, tiles=tiles, wave_ctas=sms, full_waves=full_waves,
                    rem=rem, first_a=first_a, last_a=last_a, n_waves=full_waves + (rem > 0), useful=useful,
                    useful_ab=useful_ab, d_m=d_m, d_n=d_n, first=span(zero, first_a), full=span(zero, sms),
                    later=span(np.where(full_waves > 1, sms, 0), sms), last=span(full_waves * sms, last_a),
                    a_bytes=a_bytes, b_bytes=b_bytes, line_off=line_off, sector_off=sector_off)
+
+
+def wave_ctas(cluster_ctas, persistent, persistent_ctas):
+    """P, the CTAs of a full wave: those that fit at once in clusters of the configuration's
+    size (``cluster_ctas``, the GPU's ``ctas_in_clusters``; SMs without clusters), capped
+    by ``persistent_ctas`` (> 0) on a persistent grid."""
+    capped = np.asarray(persistent, dtype=bool) & (persistent_ctas > 0)
+    return np.where(capped, np.minimum(cluster_ctas, persistent_ctas), cluster_ctas)
 
 
 def cta_bytes(tile_m, tile_n, tile_k, cluster_m, cluster_n, in_bytes, sf_bytes_per_elem):
@@ -132,21 +151,32 @@ def line_shares(k, in_bytes):
     return 1.0 - np.gcd(pitch, 128) / 128.0, 1.0 - np.gcd(pitch, 32) / 32.0
 
 
-def wave_panels(t0, a, tiles_m, tiles_n, raster):
-    """Distinct A row panels r_m and B column panels r_n that tiles t0 .. t0+a-1 touch."""
+def cluster_panels(t0, a, tiles_m, tiles_n, raster, group, cm, cn):
+    """``wave_panels`` of the CTAs t0 .. t0+a-1 when clusters of cm x cn CTAs take units of
+    cm x cn tiles: the wave's ceil(a/cs) units from unit t0 // cs, counted on the unit grid,
+    each unit row holding cm tile rows (A panels) and each unit column cn (B panels)."""
+    cs = cm * cn
+    units_m, units_n = ceil_div(tiles_m, cm), ceil_div(tiles_n, cn)
+    r_m, r_n = wave_panels(t0 // cs, ceil_div(np.maximum(a, 1), cs), units_m, units_n, raster, group)
+    return np.minimum(r_m * cm, tiles_m), np.minimum(r_n * cn, tiles_n)
+
+
+def wave_panels(t0, a, tiles_m, tiles_n, raster, group):
+    """Distinct A row panels r_m and B column panels r_n that tiles t0 .. t0+a-1 touch
+    (``group``: the grouped raster's rows of tiles per group)."""
     a = np.maximum(a, 1)
     last = t0 + a - 1
     row_m = last // tiles_n - t0 // tiles_n + 1
     row_n = np.minimum(a, tiles_n)
     col_n = last // tiles_m - t0 // tiles_m + 1
     col_m = np.minimum(a, tiles_m)
-    per_group = GROUP_M * tiles_n
+    per_group = group * tiles_n
     g0, g1 = t0 // per_group, last // per_group
-    rows_g = np.maximum(np.minimum(GROUP_M, tiles_m - g0 * GROUP_M), 1)
+    rows_g = np.maximum(np.minimum(group, tiles_m - g0 * group), 1)
     r = t0 - g0 * per_group
     one_m = np.minimum(a, rows_g)
     one_n = (r + a - 1) // rows_g - r // rows_g + 1
-    many_m = np.minimum(tiles_m - g0 * GROUP_M, (g1 - g0 + 1) * GROUP_M)
+    many_m = np.minimum(tiles_m - g0 * group, (g1 - g0 + 1) * group)
     grp_m = np.where(g1 == g0, one_m, many_m)
     grp_n = np.where(g1 == g0, one_n, tiles_n)
     r_m = np.select([raster == ROW, raster == COLUMN], [row_m, col_m], grp_m)
@@ -154,20 +184,20 @@ def wave_panels(t0, a, tiles_m, tiles_n, raster):
     return np.minimum(r_m, tiles_m), np.minimum(r_n, tiles_n)
 
 
-def reuse_distance(tiles_m, tiles_n, raster):
+def reuse_distance(tiles_m, tiles_n, raster, group):
     """Launch-order distance between consecutive users of one A panel (d_m) and one B panel (d_n).
 
     row raster: A shared by neighbours (1), B by the next tile row (tiles_n); column:
     transposed; grouped: B by neighbours in a group column (1), A by the next column of
-    the group (rows of the group, <= GROUP_M)."""
-    grp = np.maximum(np.minimum(GROUP_M, tiles_m), 1)
+    the group (rows of the group, <= ``group``). With clusters: on the unit grid, in units."""
+    grp = np.maximum(np.minimum(group, tiles_m), 1)
     d_m = np.select([raster == ROW, raster == COLUMN], [np.ones_like(tiles_m), tiles_m], grp)
     d_n = np.select([raster == ROW, raster == COLUMN], [tiles_n, np.ones_like(tiles_n)], np.ones_like(tiles_n))
     return d_m, d_n
 
 
 def wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_bytes, l2e,
-                  window_kblocks, m, n, k, s, skew_kblocks=0.0):
+                  window_kblocks, m, n, k, s, skew_kblocks=0.0, group=DEFAULT_GROUP_M):
     """The L2 hit rate of the wave of tiles t0 .. t0+a-1 (effect ``l2_reuse``).
 
     Per operand: a wave touching r distinct panels hits on a - r of its a panel reads,
@@ -182,9 +212,9 @@ def wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_by
         1 - (M + N)*K / (T * (TM + TN) * S * TK).
     Panels count their useful rows only: TMA never loads the rows of a tile that overhang
     the matrix (M = 1 with TM = 64), so those are no hits."""
-    w = WaveBytes.of(Span.of(t0, a, tiles_m, tiles_n, raster), tiles_m, tiles_n, tile_m, tile_n, tile_k, in_bytes,
-                     m, n, k, s)
-    d_m, d_n = reuse_distance(tiles_m, tiles_n, raster)
+    w = WaveBytes.of(Span.of(t0, a, tiles_m, tiles_n, raster, group), tiles_m, tiles_n, tile_m, tile_n, tile_k,
+                     in_bytes, m, n, k, s)
+    d_m, d_n = reuse_distance(tiles_m, tiles_n, raster, group)
     return span_hit_rate(w, l2e, window_kblocks, skew_kblocks, d_m, d_n)
 
 

@@ -28,6 +28,8 @@ class Switches:
     boundary_fill: bool = True
     coalesced_reads: bool = True
     consumer_warpgroups: bool = True
+    tma_store: bool = True
+    pingpong_overlap: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
@@ -42,7 +44,11 @@ class Switches:
 
 
 EFFECTS = tuple(f.name for f in dataclasses.fields(Switches))
-INT_INPUTS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n")
+INT_INPUTS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "group_m",
+              "persistent_ctas", "cluster_ctas", "epilogue", "schedule")
+# the integer codes of the ``epilogue`` and ``schedule`` inputs
+EPILOGUE_CODES = {"direct": 0, "tma": 1}
+SCHEDULE_CODES = {"cooperative": 0, "pingpong": 1}
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,11 @@ class Inputs:
     stages: np.ndarray  # ring depth B
     cluster_m: np.ndarray
     cluster_n: np.ndarray
+    group_m: np.ndarray  # tile (unit) rows per group of the grouped raster
+    persistent_ctas: np.ndarray  # cap on a persistent grid (0: none)
+    cluster_ctas: np.ndarray  # CTAs that fit at once in clusters of this size (GPU.ctas_in_clusters)
+    epilogue: np.ndarray  # EPILOGUE_CODES
+    schedule: np.ndarray  # SCHEDULE_CODES
     persistent: np.ndarray  # bool
     raster: np.ndarray  # geometry.RASTER_IDS code
     in_bytes: np.ndarray

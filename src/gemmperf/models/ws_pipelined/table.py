@@ -11,7 +11,7 @@ from .. import columns
 from .compose import LIMITERS, evaluate
 from .constants import CONSTANTS, constants_for
 from .geometry import RASTER_IDS
-from .inputs import INPUTS
+from .inputs import EPILOGUE_CODES, INPUTS, SCHEDULE_CODES
 
 RASTER_CODES = RASTER_IDS
 
@@ -28,9 +28,16 @@ def prepare(configs: pl.DataFrame, params: ParamSet) -> tuple[pl.DataFrame, dict
     schema = {"family": pl.Utf8, "dtype": pl.Utf8, **{c: pl.Float64 for c in CONSTANTS}}
     consts = df.select("family", "dtype").join(pl.DataFrame(table, schema=schema), on=["family", "dtype"],
                                                how="left", maintain_order="left").drop("family", "dtype")
+    gpu = params.gpu
+    sizes = df.select((pl.col("cluster_m") * pl.col("cluster_n")).alias("size")).get_column("size").unique().to_list()
+    fit = {size: gpu.ctas_in_clusters(size) for size in sizes}
     work = pl.concat([
         df.select(*columns.INT_COLUMNS, pl.col("persistent").cast(pl.Int8),
-                  pl.col("raster").replace_strict(RASTER_CODES, return_dtype=pl.Int64)),
+                  pl.col("raster").replace_strict(RASTER_CODES, return_dtype=pl.Int64),
+                  pl.col("epilogue").replace_strict(EPILOGUE_CODES, return_dtype=pl.Int64),
+                  pl.col("schedule").replace_strict(SCHEDULE_CODES, return_dtype=pl.Int64),
+                  (pl.col("cluster_m") * pl.col("cluster_n")).replace_strict(fit, return_dtype=pl.Int64)
+                  .alias("cluster_ctas")),
         pcols, consts], how="horizontal")
     work = work.with_columns(pl.lit(float(params.gpu.l2_bytes)).alias("l2_bytes"))
     return df, columns.arrays(work, INPUTS)
