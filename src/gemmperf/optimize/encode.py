@@ -56,7 +56,8 @@ from ..kernels import family_of
 from ..problem import KernelConfig
 from .exact import persistent_class, stage_class
 from .pipelined import PipeTable, period_parts
-from .space import RASTER_CODE, Consts, Q, check_model, class_key, rank_parts
+from .space import (N_VARIANTS, VARIANT_FIELDS, Consts, Q, check_model, class_key, rank_parts, variant_code,
+                    variant_fields)
 
 CHOICE_VARS = (("cls", "Int"), ("tm", "Int"), ("tn", "Int"), ("tk", "Int"), ("cm", "Int"), ("cn", "Int"),
                ("b", "Int"), ("pers", "Bool"), ("raster", "Int"), ("rank", "Int"),
@@ -135,7 +136,7 @@ class Kept:
     def of(cls, configs, index: dict) -> "Kept":
         groups: dict = {}
         for c in configs:
-            groups.setdefault((index[class_key(c)], RASTER_CODE[c.raster], bool(c.persistent)), set()).add(c.stages)
+            groups.setdefault((index[class_key(c)], variant_code(c), bool(c.persistent)), set()).add(c.stages)
         return cls(sorted({g[0] for g in groups}), groups, set(configs))
 
     def has(self, group: tuple) -> bool:
@@ -164,7 +165,7 @@ def _class_choices(allowed: set, bs: list) -> list[str]:
         body = [f"(>= b {bs[0]})", f"(<= b {bs[-1]})"]
         if len(ps) == 1:
             body.append(_pers(ps[0]))
-        if len(rs) < 3:
+        if len(rs) < N_VARIANTS:
             body.append("(or " + " ".join(f"(= raster {r})" for r in rs) + " false)")
         return body
     return ["(or " + " ".join(f"(and (= b {st}) {_pers(p)} (= raster {r}))" for st, p, r in sorted(allowed)) + ")"]
@@ -188,13 +189,13 @@ def skeleton(space: list[KernelConfig], model: str, smem_limit: int) -> Skeleton
         return sk
     rp = rank_parts(space, model)
     head = [f"(declare-const {n} {t})" for n, t in CHOICE_VARS + MODEL_VARS[model]]
-    head += [f"(assert (and (>= cls 0) (< cls {len(rp.classes)}) (>= raster 0) (<= raster 2) (>= b 1)))"]
+    head += [f"(assert (and (>= cls 0) (< cls {len(rp.classes)}) (>= raster 0) (< raster {N_VARIANTS}) (>= b 1)))"]
     by_class: dict[int, set] = {}
     first: dict[int, KernelConfig] = {}
     per_class: list[str] = []
     for c in space:
         i = rp.index[class_key(c)]
-        by_class.setdefault(i, set()).add((c.stages, c.persistent, RASTER_CODE[c.raster]))
+        by_class.setdefault(i, set()).add((c.stages, c.persistent, variant_code(c)))
         first.setdefault(i, c)
     for i, (TM, TN, TK, CM, CN) in enumerate(rp.classes):
         bs = sorted({a[0] for a in by_class[i]})
@@ -202,7 +203,7 @@ def skeleton(space: list[KernelConfig], model: str, smem_limit: int) -> Skeleton
         body += _class_choices(by_class[i], bs) + _smem_budget(first[i], bs, smem_limit)
         per_class.append(f"(assert (=> (= cls {i}) (and {' '.join(body)})))")
     pk = f"(ite (= pers {'true' if rp.pref else 'false'}) 0 1)"
-    rank = f"(assert (= rank (+ (* (+ (* (+ (* cls {rp.bmax + 1}) (- {rp.bmax} b)) 2) {pk}) 3) raster)))"
+    rank = f"(assert (= rank (+ (* (+ (* (+ (* cls {rp.bmax + 1}) (- {rp.bmax} b)) 2) {pk}) {N_VARIANTS}) raster)))"
     sk = Skeleton(rp.classes, rp.index, rp.bmax, rp.pref, head, per_class, rank)
     if len(_SKELETONS) > 256:
         _SKELETONS.clear()
@@ -214,14 +215,19 @@ def skeleton(space: list[KernelConfig], model: str, smem_limit: int) -> Skeleton
 
 
 def _pins(fix: dict | None) -> list[str]:
-    L = []
+    """Pinned fields; the variant's (raster, group, epilogue, schedule) pin the variant
+    codes that have them."""
+    L, variant = [], {}
     for name, value in (fix or {}).items():
         if name == "persistent":
             L.append(f"(assert {_pers(value)})")
-        elif name == "raster":
-            L.append(f"(assert (= raster {RASTER_CODE[value]}))")
+        elif name in VARIANT_FIELDS:
+            variant[name] = value
         else:
             L.append(f"(assert (= {FIELD_VAR[name]} {int(value)}))")
+    if variant:
+        codes = [v for v in range(N_VARIANTS) if all(variant_fields(v)[k] == x for k, x in variant.items())]
+        L.append("(assert (or " + " ".join(f"(= raster {v})" for v in codes) + " false))")
     return L
 
 
@@ -277,7 +283,7 @@ def _encode_pipelined_tabled(sk: Skeleton, tab: PipeTable, keep: Kept | Every) -
     js = range(len(tab.space)) if isinstance(keep, Every) else [j for j, c in enumerate(tab.space) if c in keep.configs]
     for c, (t, w) in tab.exact_of(js).items():
         i = sk.index[class_key(c)]
-        cond = f"(= cls {i}) (= raster {RASTER_CODE[c.raster]}) {_pers(c.persistent)} (= b {c.stages})"
+        cond = f"(= cls {i}) (= raster {variant_code(c)}) {_pers(c.persistent)} (= b {c.stages})"
         L.append(f"(assert (=> (and {cond}) (and (= time {_num(t)}) (= wait {_num(w)}) "
                  f"(= vol {tab.entry(i)['vol']}))))")
     return L

@@ -34,7 +34,7 @@ from ..models import ws_pipelined
 from ..params import ParamSet
 from ..problem import KernelConfig, Shape
 from .evaluate import math_wait, pipelined_inputs
-from .space import RASTER_CODE, Q, class_key, padded_volume
+from .space import N_VARIANTS, Q, class_key, padded_volume, variant_code
 
 PIPE_TOL = 1e-9  # relative deviation allowed between the decomposition and evaluate()
 # ws-pipelined: times (and waits) within this share of the optimum time are ties. The tables
@@ -105,7 +105,7 @@ class PipeTable:
              "vol": padded_volume(self.shape, self.space[j0])}
         for j in js:
             c = self.space[j]
-            r, p = RASTER_CODE[c.raster], bool(c.persistent)
+            r, p = variant_code(c), bool(c.persistent)
             if r not in d["per"]:
                 k = int(P["r0"][j])
                 d["per"][r] = ((Q(P["mF"][k]), Q(P["lF"][k])), (Q(P["mL"][k]), Q(P["lL"][k])))
@@ -131,7 +131,7 @@ class PipeTable:
         out, pk = {}, {}
         for j in js:
             c = self.space[j]
-            i, r, p = int(self.part["cls"][j]), RASTER_CODE[c.raster], bool(c.persistent)
+            i, r, p = int(self.part["cls"][j]), variant_code(c), bool(c.persistent)
             d = self.entry(i)
             key = (i, r, c.stages)
             if key not in pk:
@@ -182,11 +182,11 @@ def _depth_outputs(both: dict, n: int, back: np.ndarray) -> dict:
 
 
 def _groups(space: list[KernelConfig], index: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per configuration: class index, raster code, and its group's first configuration."""
+    """Per configuration: class index, variant code, and its group's first configuration."""
     cls = np.array([index[class_key(c)] for c in space], dtype=np.int64)
-    rast = np.array([RASTER_CODE[c.raster] for c in space], dtype=np.int64)
+    rast = np.array([variant_code(c) for c in space], dtype=np.int64)
     pers = np.array([bool(c.persistent) for c in space], dtype=np.int64)
-    return cls, rast, _first_of((cls * 3 + rast) * 2 + pers)
+    return cls, rast, _first_of((cls * N_VARIANTS + rast) * 2 + pers)
 
 
 def _pipe_periods(a: dict, outs: dict, cF: np.ndarray, cL: np.ndarray):
@@ -205,7 +205,7 @@ def _pipe_periods(a: dict, outs: dict, cF: np.ndarray, cL: np.ndarray):
     o1, oinf, out = outs[1], outs["inf"], outs["B"]
     l1, m1 = o1["full_wave_period_us"], oinf["full_wave_period_us"]
     mF, lF, mL, lL = m1.copy(), l1.copy(), m1.copy(), l1.copy()
-    two = (out["tiles"] // a["sms"] > 0) & (cL > 0)
+    two = (out["tiles"] // out["wave_ctas"] > 0) & (cL > 0)
     if two.any():
         f1, finf, f2 = o1["predicted_us"], oinf["predicted_us"], outs[2]["predicted_us"]
         kL = np.where(cL > 0, cL, 1)
@@ -269,13 +269,13 @@ def _split(shape: Shape, space: list, index: dict, a: dict, outs: dict, groups: 
     pred = out["predicted_us"]
     wait = math_wait(out, "ws-pipelined")
     tiles, s = out["tiles"], out["k_stages"]
-    full_waves, has_rem = tiles // a["sms"], (tiles % a["sms"]) > 0
+    full_waves, has_rem = tiles // out["wave_ctas"], (tiles % out["wave_ctas"]) > 0
     cF, cL = full_waves * (s - 1), has_rem * (s - 1)
     (mF, lF), (mL, lL) = _pipe_periods(a, outs, cF, cL)
     b = a["stages"].astype(np.float64)
     A = pred - cF * np.maximum(mF, lF / b) - cL * np.maximum(mL, lL / b)
     part = {"cF": cF, "cL": cL, "A": A, "D": pred - wait, "mF": mF, "lF": lF, "mL": mL, "lL": lL, "cls": cls,
-            "c0": _first_of(cls), "r0": _first_of(cls * 3 + rast), "g0": g0}
+            "c0": _first_of(cls), "r0": _first_of(cls * N_VARIANTS + rast), "g0": g0}
     # the split holds where A, D and the periods are the same for every configuration of a group
     dev = max(float(np.max(np.abs(part[x] - part[x][g0]) / pred)) for x in ("A", "D", "mF", "lF", "mL", "lL"))
     symbolic = dev <= PIPE_TOL and bool(np.all(lF >= mF) & np.all(lL >= mL)) and bool(np.all(mF > 0) & np.all(mL > 0))

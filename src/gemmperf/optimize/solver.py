@@ -12,7 +12,8 @@ kernel family that minimizes, lexicographically,
    then the deepest pipeline (most stages: the models do not distinguish B >= 2, and a
    deeper buffer absorbs load jitter they do not see), then the kernel the model
    describes (non-persistent for ws-stage, persistent for ws-persistent and
-   ws-pipelined), then raster row < column < grouped,
+   ws-pipelined), then the variant (``space.variant_code``: raster row < column <
+   grouped, then the smaller raster group, the direct epilogue, the cooperative schedule),
 
 and returns the optimum, its breakdown (the model's own ``evaluate`` on that
 configuration), the runner-up tiling (the best configuration with a different tile class)
@@ -53,13 +54,13 @@ import z3
 from ..errors import UserError
 from ..hardware import GPU
 from ..params import ParamSet
-from ..problem import RASTERS, KernelConfig, Shape
+from ..problem import EPILOGUES, RASTERS, SCHEDULES, KernelConfig, Shape
 from .encode import ALL_VARS, CHOICE_VARS, MODEL_VARS, encode_text, encoding_size, skeleton
 from .evaluate import breakdown, breakdown_of
 from .pipelined import TIE_TOL, PipeTable, pipelined_table
 from .prune import Pruned, prune_exact, prune_pipelined
-from .space import (DEFAULT_MODEL, FIELDS, RASTER_CODE, RankParts, check_family, check_model, class_key,
-                    consts, explain_unsat, search_space, shape_for)
+from .space import (DEFAULT_MODEL, FIELDS, GROUP_SIZES, RankParts, check_family, check_model, class_key, consts,
+                    explain_unsat, search_space, shape_for, variant_fields)
 
 z3.set_param("parallel.enable", False)  # one core
 
@@ -206,7 +207,7 @@ def _decode(zm, family: str, dtype: str) -> KernelConfig:
         family=family, dtype=dtype, tile_m=iv("tm"), tile_n=iv("tn"), tile_k=iv("tk"), stages=iv("b"),
         cluster_m=iv("cm"), cluster_n=iv("cn"),
         persistent=bool(z3.is_true(zm.eval(_zv("pers"), model_completion=True))),
-        raster=RASTERS[iv("raster")],
+        **variant_fields(iv("raster")),
     )
 
 
@@ -266,8 +267,10 @@ def _check_fix(fix: dict | None) -> None:
     bad = [k for k in fix if k not in FIELDS]
     if bad:
         raise UserError(f"cannot fix {', '.join(bad)}; fields: {', '.join(FIELDS)}")
-    if "raster" in fix and fix["raster"] not in RASTER_CODE:
-        raise UserError(f"raster {fix['raster']!r}: known orders are {', '.join(RASTERS)}")
+    known = {"raster": RASTERS, "epilogue": EPILOGUES, "schedule": SCHEDULES, "group_m": GROUP_SIZES}
+    for name, values in known.items():
+        if name in fix and fix[name] not in values:
+            raise UserError(f"{name} {fix[name]!r}: known values are {', '.join(map(str, values))}")
 
 
 def _runner_up(solver, objectives: list, tol: dict, cls: int, family: str, dtype: str,

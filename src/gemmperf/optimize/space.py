@@ -16,18 +16,41 @@ import numpy as np
 
 from ..errors import UserError
 from ..hardware import GPU
-from ..kernels import check_legal, get_family
+from ..kernels import FAMILY_OBJECTS, check_legal, get_family
 from ..models.columns import ceil_div
 from ..params import ParamSet
-from ..problem import DTYPE_BYTES, FAMILIES, RASTERS, SCALE_FACTORS, KernelConfig, Shape
+from ..problem import DTYPE_BYTES, EPILOGUES, FAMILIES, RASTERS, SCALE_FACTORS, SCHEDULES, KernelConfig, Shape
 
 # The models the Z3 optimizer encodes; the CLI and the workflow default to DEFAULT_MODEL.
 MODELS = ("ws-stage", "ws-persistent", "ws-pipelined")
 DEFAULT_MODEL = "ws-pipelined"
-# The configuration fields a solution sets (and ``fix`` may pin).
-FIELDS = ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "persistent", "raster")
-# Raster order as the encoding's integer: 0 row, 1 column, 2 grouped.
+# The configuration fields a solution sets (and ``fix`` may pin). The optimizer's space
+# holds the persistent grid at one CTA per SM (persistent_ctas = 0).
+FIELDS = ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "persistent", "raster", "group_m",
+          "epilogue", "schedule")
+# Raster order as an integer: 0 row, 1 column, 2 grouped.
 RASTER_CODE = {r: i for i, r in enumerate(RASTERS)}
+# A configuration's variant: its choices beside the tile class, the stages and persistence
+# (raster, raster group, epilogue, schedule), as one integer, the encoding's ``raster``
+# variable, ordered for the tie-break: raster row < column < grouped, then the smaller
+# group, the direct epilogue, the cooperative schedule.
+VARIANT_FIELDS = ("raster", "group_m", "epilogue", "schedule")
+GROUP_SIZES = tuple(sorted({g for fam in FAMILY_OBJECTS.values() for g in fam.group_ms}))
+N_VARIANTS = len(RASTERS) * len(GROUP_SIZES) * len(EPILOGUES) * len(SCHEDULES)
+
+
+def variant_code(c: KernelConfig) -> int:
+    """The variant integer of ``c`` (see VARIANT_FIELDS)."""
+    code = RASTER_CODE[c.raster] * len(GROUP_SIZES) + GROUP_SIZES.index(c.group_m)
+    return (code * len(EPILOGUES) + EPILOGUES.index(c.epilogue)) * len(SCHEDULES) + SCHEDULES.index(c.schedule)
+
+
+def variant_fields(code: int) -> dict:
+    """The fields of variant ``code`` (inverse of variant_code)."""
+    code, sched = divmod(int(code), len(SCHEDULES))
+    code, epi = divmod(code, len(EPILOGUES))
+    r, g = divmod(code, len(GROUP_SIZES))
+    return {"raster": RASTERS[r], "group_m": GROUP_SIZES[g], "epilogue": EPILOGUES[epi], "schedule": SCHEDULES[sched]}
 
 
 def Q(x) -> Fraction:
@@ -123,12 +146,13 @@ def family_space(family: str, gpu: GPU, dtype: str) -> list[KernelConfig]:
 
 def search_space(shape: Shape, family: str, gpu: GPU, space: list[KernelConfig] | None) -> list[KernelConfig]:
     """The configurations solve() chooses from: the family's legal space, or the given
-    ``space`` restricted to the family and the shape's dtype."""
+    ``space`` restricted to the family, the shape's dtype and the persistent grid at one
+    CTA per SM (a capped grid, persistent_ctas > 0, is not in the optimizer's space)."""
     if space is None:
         return family_space(family, gpu, shape.dtype)
     if not get_family(family).runs_on(gpu):
         raise UserError(f"family {family} does not run on {gpu.slug} ({gpu.arch})")
-    return [c for c in space if c.family == family and c.dtype == shape.dtype]
+    return [c for c in space if c.family == family and c.dtype == shape.dtype and not c.persistent_ctas]
 
 
 def explain_unsat(family: str, dtype: str, gpu: GPU, fix: dict | None) -> str:
@@ -178,9 +202,10 @@ def rank_parts(space: list[KernelConfig], model: str) -> RankParts:
 
 def tie_rank(c: KernelConfig, rp: RankParts) -> int:
     """Ties broken by: smallest tile class, deepest pipeline, the kernel the model
-    describes, raster row < column < grouped (the encoding's ``rank``)."""
+    describes, the smallest variant (raster row < column < grouped, ...: variant_code;
+    the encoding's ``rank``)."""
     pk = 0 if c.persistent == rp.pref else 1
-    return ((rp.index[class_key(c)] * (rp.bmax + 1) + (rp.bmax - c.stages)) * 2 + pk) * 3 + RASTER_CODE[c.raster]
+    return ((rp.index[class_key(c)] * (rp.bmax + 1) + (rp.bmax - c.stages)) * 2 + pk) * N_VARIANTS + variant_code(c)
 
 
 def padded_volume(shape: Shape, c: KernelConfig) -> int:

@@ -34,7 +34,7 @@ from ..kernels import families_on, get_family
 from ..params import ParamSet
 from ..problem import FAMILIES, KernelConfig, Shape
 from ..progress import bar
-from ..tables import TILING_COLUMNS, valid_rows
+from ..tables import TILING_COLUMNS, valid_rows, with_config_defaults
 from .encode import skeleton
 from .pipelined import pipelined_tables
 from .solver import solve
@@ -47,7 +47,9 @@ SPACES = ("auto", "legal", "measured")
 
 
 def measured_configs(measurements: pl.DataFrame) -> pl.DataFrame:
-    """One row per measured configuration (status ok, full mode): median time_us."""
+    """One row per measured configuration (status ok, full mode): median time_us. The
+    dimensions added after a table was measured are at their defaults there."""
+    measurements = with_config_defaults(measurements)
     need = ("m", "n", "k", "family", "dtype", *TILING_COLUMNS, "status", "time_us")
     missing = [c for c in need if c not in measurements.columns]
     if missing:
