@@ -123,3 +123,24 @@ def test_the_sweep_compile_shows_progress_and_reports_failures(monkeypatch, caps
     assert list(failed) == [hopper_only.key()] and "needs sm_90a" in failed[hopper_only.key()]
     err = capsys.readouterr().err
     assert "compiling kernels for sm_80" in err and "/2 [" in err
+
+
+def test_presets_measure_their_picks_and_the_new_dimensions_in_a_few_variants():
+    from gemmperf.bench.collect import sweep_configs
+    from gemmperf.hardware import CATALOG
+    from gemmperf.kernels import get_family
+
+    h100 = CATALOG["h100-sxm5-80gb"]
+    small = sweep_configs("ws-hopper", h100, "bf16", "small")
+    base = [c for c in small if (c.cluster_m, c.epilogue) == (1, "direct")]
+    assert len(base) == 4 and all(c.schedule == "cooperative" and c.group_m == 8 for c in small)
+    # each pick also with the TMA epilogue, and with it on 2x1 clusters, where legal
+    assert {(c.cluster_m, c.cluster_n, c.epilogue) for c in small} == {(1, 1, "direct"), (1, 1, "tma"), (2, 1, "tma")}
+    assert len(small) == 12 and len(set(small)) == 12
+    medium = sweep_configs("ws-hopper", h100, "bf16", "medium")
+    assert 40 < len(medium) < 120 and len(set(medium)) == len(medium)
+    paper = sweep_configs("ws-hopper", h100, "bf16", "paper")
+    assert len(paper) == 4 and all((c.cluster_m, c.epilogue) == (1, "direct") for c in paper)
+    # families without the new dimensions measure what they always did
+    assert len(sweep_configs("ws-ampere", CATALOG["a100-sxm4-80gb"], "bf16", "small")) == 1
+    assert sweep_configs("ws-hopper", h100, "bf16", "default") == get_family("ws-hopper").default_sweep(h100)

@@ -14,7 +14,7 @@ from ..errors import UserError
 from ..kernels import families_on, get_family
 from ..optimize import DEFAULT_MODEL, MODELS, solve
 from ..optimize.tilings import mean_regret, tilings_table
-from ..problem import FAMILIES, RASTERS, check_dtype, parse_shape, read_testlist
+from ..problem import EPILOGUES, FAMILIES, RASTERS, SCHEDULES, check_dtype, parse_shape, read_testlist
 from ..tables import read_measurements, valid_rows
 from . import answers
 from .explain import fmt_config, measured_best, one_line
@@ -37,7 +37,8 @@ time of the choice and the regret where measurements exist.
 
 
 def _fix(a) -> dict:
-    """The pinned parts of the configuration (--tile, --stages, --raster)."""
+    """The pinned parts of the configuration (--tile, --stages, --cluster, --raster,
+    --group-m, --epilogue, --schedule)."""
     fix = {}
     if a.tile:
         tm, tn, tk = parse_ints(a.tile, "--tile", 3)
@@ -46,8 +47,12 @@ def _fix(a) -> dict:
         if a.stages < 1:
             raise UserError(f"--stages {a.stages}: must be >= 1")
         fix["stages"] = a.stages
-    if a.raster:
-        fix["raster"] = a.raster
+    if a.cluster:
+        cm, cn = parse_ints(a.cluster, "--cluster", 2)
+        fix.update(cluster_m=cm, cluster_n=cn)
+    for name in ("raster", "group_m", "epilogue", "schedule"):
+        if getattr(a, name) is not None:
+            fix[name] = getattr(a, name)
     return fix
 
 
@@ -212,6 +217,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--tile", help="pin the tile TMxTNxTK, e.g. --tile 128x256x64")
     p.add_argument("--stages", type=int, help="pin the number of stages, e.g. --stages 4")
     p.add_argument("--raster", choices=RASTERS, help="pin the raster order, e.g. --raster grouped")
+    p.add_argument("--cluster", help="pin the thread-block cluster MxN, e.g. --cluster 2x1")
+    p.add_argument("--group-m", type=int, help="pin the grouped raster's group (tile rows), e.g. --group-m 4")
+    p.add_argument("--epilogue", choices=EPILOGUES, help="pin the epilogue, e.g. --epilogue tma")
+    p.add_argument("--schedule", choices=SCHEDULES, help="pin the consumer schedule, e.g. --schedule pingpong")
     p.add_argument("--explain", action="store_true",
                    help="with --shape: every family's optimum, breakdown, runner-up and solve time")
     p.add_argument("--measurements", nargs="?", const="",

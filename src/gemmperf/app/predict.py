@@ -19,7 +19,8 @@ from ..errors import UserError, where
 from ..fit.residual import Correction, load_correction
 from ..models import MODELS, ws_stage
 from ..predictions import candidate_table, predict_all
-from ..problem import FAMILIES, RASTERS, KernelConfig, parse_shape, read_testlist
+from ..problem import (DEFAULT_GROUP_M, EPILOGUES, FAMILIES, RASTERS, SCHEDULES, KernelConfig, parse_shape,
+                       read_testlist)
 from . import answers
 from .explain import explain_row
 from .modelparams import add_gpu_flags, resolve_params
@@ -34,6 +35,8 @@ MAX_EVENTS = 200_000
 PREDICT_EPILOG = """examples:
   gemmperf predict --gpu h100-sxm5-80gb --shape 4096x4096x4096
   gemmperf predict --gpu h100-sxm5-80gb --shape 4096x4096x4096 --tile 128x256x64 --explain
+  gemmperf predict --gpu h100-sxm5-80gb --shape 4096x4096x4096 --tile 128x256x64 --cluster 2x1 --epilogue tma \
+      --persistent --raster grouped
   gemmperf predict --gpu h100-sxm5-80gb --shape 8192x8192x8192 --model all --json
   gemmperf predict --gpu a100-sxm4-80gb --family ws-ampere --shape 4096x4096x4096 --stages 3
   gemmperf predict --gpu h100-sxm5-80gb --input configs.csv --output out/predictions.parquet
@@ -65,7 +68,8 @@ def config_from_flags(a):
     cm, cn = parse_ints(a.cluster, "--cluster", 2)
     cfg = KernelConfig(
         family=a.family, dtype=a.dtype, tile_m=tm, tile_n=tn, tile_k=tk, stages=a.stages,
-        cluster_m=cm, cluster_n=cn, persistent=a.persistent, raster=a.raster,
+        cluster_m=cm, cluster_n=cn, persistent=a.persistent, raster=a.raster, epilogue=a.epilogue,
+        schedule=a.schedule, group_m=a.group_m, persistent_ctas=a.persistent_ctas,
     )
     return shape, cfg
 
@@ -78,9 +82,18 @@ def add_config_flags(p, shape_required: bool = True) -> None:
                    help="kernel family (default ws-hopper), e.g. --family ws-ampere")
     p.add_argument("--tile", default="128x128x64", help="tile TMxTNxTK (default 128x128x64), e.g. --tile 128x256x64")
     p.add_argument("--stages", type=int, default=4, help="shared-memory ring depth (default 4), e.g. --stages 3")
-    p.add_argument("--cluster", default="1x1", help="cluster MxN (default 1x1; no kernel implements others)")
+    p.add_argument("--cluster", default="1x1", help="thread-block cluster MxN (default 1x1; ws-hopper: 1x1, 2x1, "
+                   "1x2, 2x2), e.g. --cluster 2x1")
     p.add_argument("--persistent", action="store_true", help="persistent kernel (grid = SMs)")
+    p.add_argument("--persistent-ctas", type=int, default=0, metavar="N",
+                   help="cap a persistent grid at N CTAs (default 0: one per SM), e.g. --persistent-ctas 128")
     p.add_argument("--raster", default="row", choices=RASTERS, help="tile order (default row), e.g. --raster grouped")
+    p.add_argument("--group-m", type=int, default=DEFAULT_GROUP_M, metavar="G",
+                   help=f"tile rows per group of the grouped raster (default {DEFAULT_GROUP_M}), e.g. --group-m 4")
+    p.add_argument("--epilogue", default="direct", choices=EPILOGUES,
+                   help="direct stores from registers, or tma through shared memory (default direct)")
+    p.add_argument("--schedule", default="cooperative", choices=SCHEDULES,
+                   help="consumer warpgroups on one tile (cooperative) or on a tile each (pingpong)")
     p.add_argument("--what-if", action="store_true",
                    help="answer for configurations no kernel implements and shapes beyond the GPU's "
                    "memory too, flagging each such row (column what_if)")

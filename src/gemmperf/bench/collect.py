@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..kernels import families_on, get_family
 from ..kernels.builder import build_all
-from ..problem import KernelConfig, Shape, read_testlist, shard
+from ..problem import DEFAULT_GROUP_M, KernelConfig, Shape, read_testlist, shard
 from .device import local_arch, measurement_context
 from .journal import best_rows, norm, read_rows, seed, task_key, write_table
 from .measure import Measurer
@@ -30,16 +30,19 @@ def sweep_configs(family: str, gpu, dtype: str, preset: str = "default") -> list
 
     default: the family's default sweep (Family.default_sweep).
     paper: the paper's evaluation tilings, TM and TN in {64, 128} (TK as the family
-        allows), 4 stages where legal, non-persistent.
+        allows), 4 stages where legal, non-persistent; no cluster, direct epilogue.
     medium: for families with a ``medium_grid`` (ws-hopper), every legal tile with 4
         stages and the most that fit (at most 6), non-persistent row raster and
         persistent grouped raster; other families as ``small``.
     small: the family's ``small_picks``, for quick checks and big shapes.
+    medium and small measure each pick as it was before issue 15 (no cluster, direct
+    epilogue, cooperative) and, where the family has them and they are legal, with the
+    TMA-store epilogue and with the TMA-store epilogue on 2x1 clusters.
     """
     fam = get_family(family)
     if preset == "default":
         return fam.default_sweep(gpu, dtype)
-    configs = fam.legal_configs(gpu, dtype)
+    configs = [c for c in fam.legal_configs(gpu, dtype) if _baseline(c)]
     if preset == "paper":
         keep = [c for c in configs if c.tile_m in (64, 128) and c.tile_n in (64, 128) and not c.persistent
                 and c.raster == "row" and c.tile_k in (16, 64) and c.stages == fam.bench_stages]
@@ -48,16 +51,34 @@ def sweep_configs(family: str, gpu, dtype: str, preset: str = "default") -> list
         top = {}
         for c in configs:
             top[(c.tile_m, c.tile_n)] = min(6, max(top.get((c.tile_m, c.tile_n), 0), c.stages))
-        return [c for c in configs if c.stages in (4, top[(c.tile_m, c.tile_n)])
-                and (c.persistent, c.raster) in ((False, "row"), (True, "grouped"))]
+        return _with_variants(fam, gpu, [c for c in configs if c.stages in (4, top[(c.tile_m, c.tile_n)])
+                                         and (c.persistent, c.raster) in ((False, "row"), (True, "grouped"))])
     if preset in ("small", "medium"):
         out = []
         for tm, tn, st, persistent in fam.small_picks:
             out += [c for c in configs if (c.tile_m, c.tile_n, c.stages, c.persistent) == (tm, tn, st, persistent)
                     and c.raster == ("grouped" if persistent else "row") and c.tile_k == max(
                         x.tile_k for x in configs if (x.tile_m, x.tile_n) == (tm, tn))]
-        return out
+        return _with_variants(fam, gpu, out)
     raise UserError(f"sweep preset {preset!r}: known presets are {', '.join(PRESETS)}")
+
+
+def _baseline(c: KernelConfig) -> bool:
+    """A configuration at the dimensions every family has: no cluster, the direct
+    epilogue, the cooperative schedule, the default raster group, the full persistent grid."""
+    return ((c.cluster_m, c.cluster_n, c.epilogue, c.schedule, c.group_m, c.persistent_ctas)
+            == (1, 1, "direct", "cooperative", DEFAULT_GROUP_M, 0))
+
+
+def _with_variants(fam, gpu, picks: list[KernelConfig]) -> list[KernelConfig]:
+    """``picks``, then each with the TMA-store epilogue and with it on 2x1 clusters, where
+    the family has them and they are legal (a pick whose ring leaves no room for the
+    staging buffers is measured without them)."""
+    if "tma" not in fam.epilogues:
+        return picks
+    variants = [dict(epilogue="tma"), dict(epilogue="tma", cluster_m=2)]
+    extra = [c.replace(**v) for v in variants for c in picks]
+    return picks + [c for c in extra if fam.check_legal(c, gpu) is None]
 
 
 def tasks_for(shapes: list[Shape], gpu, families: list[str], dtype: str, preset: str) -> list[dict]:
