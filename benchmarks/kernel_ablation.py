@@ -161,7 +161,10 @@ def table(results: list[dict], kernels: dict) -> str:
 def main(argv=None) -> int:
     try:
         args = parse_args(argv)
-        shapes = [parse_shape(s) for s in args.shapes]
+        shapes = [parse_shape(s) for s in args.shapes]  # bad input fails before the GPU
+        from gemmperf.hardware import probe
+
+        probe(0)
     except UserError as err:
         print(f"kernel_ablation: {err}", file=sys.stderr)
         return 2

@@ -264,3 +264,36 @@ def test_no_gpu_run_exits_with_one_line(ks, tmp_path):
     assert res.returncode == 2
     assert res.stderr.startswith("kernel_speed: no GPU") and len(res.stderr.strip().splitlines()) == 1
     assert not list(tmp_path.iterdir())
+
+
+ABLATION = SCRIPT.parent / "kernel_ablation.py"
+
+
+def test_ablation_variants_are_legal_one_change_each_and_bad_input_is_one_line(tmp_path):
+    """benchmarks/kernel_ablation.py without a GPU: every variant is a legal H100
+    configuration, names are unique, an unknown --only name or a bad shape is one line
+    (exit 2), and with no GPU it stops with one line before writing anything."""
+    spec = importlib.util.spec_from_file_location("kernel_ablation", ABLATION)
+    ab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ab)
+    from gemmperf.hardware import CATALOG, NoGPU, probe
+    from gemmperf.kernels import check_legal
+
+    names = [name for name, _, _ in ab.VARIANTS]
+    assert len(set(names)) == len(names) and names[0] == "baseline"
+    assert all(check_legal(cfg, CATALOG["h100-sxm5-80gb"]) is None for _, _, cfg in ab.VARIANTS)
+    with pytest.raises(UserError, match="--only 'nope'"):
+        ab.parse_args(["--only", "nope"])
+    env = {"PYTHONPATH": str(SCRIPT.parent.parent / "src"), "PATH": "/usr/bin:/bin"}
+    res = subprocess.run([sys.executable, str(ABLATION), "--shapes", "4096x4096", "--out", str(tmp_path)],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert res.returncode == 2 and res.stderr.startswith("kernel_ablation: shape '4096x4096'")
+    try:
+        probe(0)
+        return  # a GPU is present: the no-GPU line cannot be seen here
+    except NoGPU:
+        pass
+    res = subprocess.run([sys.executable, str(ABLATION), "--out", str(tmp_path)], capture_output=True, text=True,
+                         env=env, timeout=60)
+    assert res.returncode == 2 and res.stderr.startswith("kernel_ablation: no GPU")
+    assert len(res.stderr.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
