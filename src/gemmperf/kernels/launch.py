@@ -287,6 +287,7 @@ class LaunchPlan:
 
     def __post_init__(self):
         self._objs, self._arr = _params(self.args)
+        self._configs: dict = {}  # stream -> CUlaunchConfig (a cluster launch's, built once)
 
     def __call__(self, stream=0) -> None:
         from cuda.bindings import driver as cu
@@ -295,7 +296,9 @@ class LaunchPlan:
             check(cu.cuLaunchKernel(self.func, self.grid, 1, 1, self.block, 1, 1, self.smem, stream,
                                     ctypes.addressof(self._arr), 0))
             return
-        cfg = _launch_config(self.grid, self.block, self.smem, stream, self.cluster)
+        cfg = self._configs.get(stream)
+        if cfg is None:
+            cfg = self._configs[stream] = _launch_config(self.grid, self.block, self.smem, stream, self.cluster)
         check(cu.cuLaunchKernelEx(cfg, self.func, ctypes.addressof(self._arr), 0))
 
 
