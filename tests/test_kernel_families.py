@@ -71,8 +71,8 @@ def test_constants_the_models_read():
         (KernelConfig("ws-hopper", "bf16", 128, 256, 64, 5, epilogue="tma"), H100,
          "shared memory 279632 B > 232448 B"),
         (KernelConfig("ws-hopper", "bf16", 128, 128, 64, 4), A100, "ws-hopper needs sm_90a"),
-        (KernelConfig("ws-hopper", "fp32", 128, 128, 64, 4), H100, "ws-hopper takes bf16 or fp16"),
-        (KernelConfig("ws-hopper", "bf16", 128, 128, 32, 4), H100, "ws-hopper tiles: M and N in {64, 128, 256}, K = 64"),
+        (KernelConfig("ws-hopper", "fp32", 128, 128, 64, 4), H100, "ws-hopper takes bf16, fp16 or fp8"),
+        (KernelConfig("ws-hopper", "bf16", 128, 128, 32, 4), H100, "ws-hopper tiles: M and N in {64, 128, 256}, K = 64 (16-bit) or 128 (fp8)"),
         (KernelConfig("ws-hopper", "bf16", 256, 256, 64, 3), H100, "accumulators exceed 128 registers a thread"),
         (KernelConfig("ws-hopper", "bf16", 128, 128, 64, 1), H100, "ws-hopper needs at least 2 stages"),
         (KernelConfig("ws-hopper", "bf16", 64, 64, 64, 9), H100, "more than 8 stages"),
@@ -142,7 +142,7 @@ def test_bench_choices_are_legal_where_the_family_runs(name):
     for tm, tn, tk in fam.microbench_tiles:
         assert check_legal(KernelConfig(name, fam.default_dtype, tm, tn, tk, fam.bench_stages), gpu) is None
     for tm, tn, stages, persistent in fam.small_picks:
-        tk = max(fam.tile_ks)
+        tk = max(t[2] for t in fam.tiles(fam.default_dtype))
         assert check_legal(KernelConfig(name, fam.default_dtype, tm, tn, tk, stages, persistent=persistent), gpu) is None
 
 

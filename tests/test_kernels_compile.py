@@ -2,8 +2,10 @@
 
 A deterministic representative subset of the default sweep is compiled (every family,
 tile shape, stage count class, persistence, raster, cluster shape, epilogue, schedule
-and mode); set
-GEMMPERF_FULL_COMPILE=1 to compile the whole default sweep (all modes) instead.
+and mode, every other dtype, and split-K / stream-K); set GEMMPERF_FULL_COMPILE=1 to
+compile the whole default sweep (all modes), the split-K / stream-K configurations the
+presets measure (all modes, every dtype) and the default sweep of every other dtype
+(full mode) instead.
 """
 
 import os
@@ -25,9 +27,12 @@ FULL = os.environ.get("GEMMPERF_FULL_COMPILE") == "1"
 
 def _subset(gpu, family):
     """One config per (tile, stages-class) cycling persistence/raster, plus every mode once."""
-    sweep = get_family(family).default_sweep(gpu)
+    fam = get_family(family)
+    sweep = fam.default_sweep(gpu)
+    shared_k = [c for d in fam.dtypes for c in fam.shared_k_configs(gpu, d)]
     if FULL:
-        return [c.replace(mode=m) for c in sweep for m in MODES]
+        others = [c for d in fam.dtypes[1:] for c in fam.default_sweep(gpu, d)]
+        return [c.replace(mode=m) for c in sweep + shared_k for m in MODES] + others
     picked, seen = [], set()
     variants = sorted({(c.persistent, c.raster) for c in sweep})
     for i, c in enumerate(sweep):
@@ -52,7 +57,9 @@ def _subset(gpu, family):
     # every mode on the baseline and on the most different kernels (clusters, TMA stores, ping-pong)
     for base in dict.fromkeys([picked[0], *(c for d, c in firsts.items() if d[1:] != ("direct", 1, 1))][:3]):
         picked += [base.replace(mode=m) for m in MODES if m != "full"]
-    picked += [picked[0].replace(dtype=d) for d in get_family(family).dtypes[1:]]
+    picked += [picked[0].replace(dtype=d, tile_k=fam.tiles(d)[0][2]) for d in fam.dtypes[1:]]
+    # split-K and stream-K: a few, and one in every mode
+    picked += shared_k[::9] + [shared_k[-1].replace(mode=m) for m in MODES if m != "full"] if shared_k else []
     return picked
 
 
@@ -84,6 +91,13 @@ def test_subset_covers_every_new_dimension():
     assert {(s, e) for s, e, *_ in hopper} == {("cooperative", "direct"), ("cooperative", "tma"), ("pingpong", "tma")}
     assert {(m, n) for _, _, m, n, _ in hopper} == {(1, 1), (2, 1), (1, 2), (2, 2)}
     assert {mode for _, epilogue, _, _, mode in hopper if epilogue == "tma"} == set(MODES)
+
+
+def test_subset_covers_split_k_stream_k_and_fp8():
+    hopper = [c for g, f, c in CASES if f == "ws-hopper"]
+    assert {c.split_k > 1 for c in hopper} == {False, True} and any(c.stream_k for c in hopper)
+    assert {c.dtype for c in hopper} == {"bf16", "fp16", "fp8"}
+    assert {c.mode for c in hopper if c.stream_k or c.split_k > 1} == set(MODES)
 
 
 def test_sweep_covers_every_value():

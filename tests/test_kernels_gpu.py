@@ -42,6 +42,14 @@ def _configs():
             KernelConfig("ws-hopper", "bf16", 256, 128, 64, 3, 2, 2, True, "grouped", epilogue="tma", group_m=2),
             KernelConfig("ws-hopper", "bf16", 64, 256, 64, 4, 2, 1, True, "row", schedule="pingpong",
                          persistent_ctas=64),
+            KernelConfig("ws-hopper", "bf16", 64, 128, 64, 6, epilogue="tma", split_k=4),
+            KernelConfig("ws-hopper", "fp16", 128, 128, 64, 4, 2, 1, True, "grouped", split_k=3),
+            KernelConfig("ws-hopper", "bf16", 128, 256, 64, 4, 2, 1, True, "grouped", epilogue="tma", stream_k=True),
+            KernelConfig("ws-hopper", "bf16", 64, 64, 64, 4, 1, 1, True, "row", stream_k=True, persistent_ctas=100),
+            KernelConfig("ws-hopper", "fp8", 128, 256, 128, 4, 2, 1, True, "grouped", epilogue="tma"),
+            KernelConfig("ws-hopper", "fp8", 64, 128, 128, 4, 1, 2, False, "row", schedule="pingpong"),
+            KernelConfig("ws-hopper", "fp8", 64, 256, 128, 4, epilogue="tma", split_k=16),
+            KernelConfig("ws-hopper", "fp8", 128, 128, 128, 4, 1, 1, True, "grouped", epilogue="tma", stream_k=True),
         ] + out
     return out
 
@@ -125,3 +133,33 @@ def test_tma_epilogue_refuses_an_unpadded_c(arch):
     kern = build(KernelConfig("ws-hopper", "bf16", 128, 128, 64, 4, epilogue="tma"), arch)
     with pytest.raises(ValueError, match="padded to 16 bytes"):
         GemmRunner(kern, 64, 33, 64, ldc=33)
+
+
+SHARED_K = [c for c in CONFIGS if c.split_k > 1 or c.stream_k]
+
+
+@pytest.mark.skipif(not SHARED_K, reason="no split-K / stream-K family on this GPU")
+@pytest.mark.parametrize("cfg", SHARED_K, ids=[c.key() for c in SHARED_K])
+def test_split_and_stream_k_are_deterministic(cfg, arch):
+    """The partial tiles are added in a fixed order whoever arrives last: repeated
+    launches give C bit for bit, and leave the counters zero (a launch that did not would
+    skip or double a reduction in the next)."""
+    import numpy as np
+
+    from gemmperf.kernels.builder import build
+    from gemmperf.kernels.launch import GemmRunner
+
+    kern = build(cfg, arch)
+    for m, n, k in [(1, 4096, 7168), (300, 1000, 5000)]:
+        with GemmRunner(kern, m, n, k) as run:
+            run.fill(99)
+            outs = []
+            for _ in range(4):
+                run.poison()
+                for _ in range(3):
+                    run.launch()
+                run.synchronize()
+                outs.append(run.c_raw().copy())
+            counters = run.workspace.counters.to_host(0, run.workspace.counters.nbytes).view(np.int32)
+        assert all(np.array_equal(outs[0], o) for o in outs[1:]), f"{cfg.key()} {m}x{n}x{k}: not deterministic"
+        assert not counters.any(), f"{cfg.key()} {m}x{n}x{k}: counters left non-zero"

@@ -18,7 +18,8 @@ FILES = sorted((SHIPPED / "measurements").glob("*.csv")) + [SHIPPED / "microbenc
 def test_schemas_agree_with_the_kernel_configuration():
     assert tables.KEY_COLUMNS == ("m", "n", "k", *CONFIG_COLUMNS)
     assert tables.ROW_COLUMNS[: len(tables.KEY_COLUMNS)] == tables.KEY_COLUMNS
-    assert (set(tables.INT_COLUMNS) | {"family", "dtype", "persistent", "raster", "mode", "epilogue", "schedule"}
+    assert (set(tables.INT_COLUMNS) | {"family", "dtype", "persistent", "raster", "mode", "epilogue", "schedule",
+                                        "stream_k"}
             == set(tables.KEY_COLUMNS))
     assert set(tables.MEASURED_FLOATS + tables.MEASURED_INTS) <= set(tables.MEASURED_COLUMNS)
     assert set(tables.CONFIG_KEY) == set(tables.KEY_COLUMNS) - {"mode"}

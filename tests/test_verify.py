@@ -29,6 +29,7 @@ class FakeRunner:
         self.m, self.n, self.k = m, n, k
         self.ldc = pad_n(n) if ldc is None else ldc
         self.osize, self.out_dtype, self.write = 2, cfg.out_dtype, write
+        self.in_dtype, self.scales = cfg.dtype, (1.0, 1.0)
 
     def fill(self, seed):
         rng = np.random.default_rng(seed)

@@ -28,6 +28,7 @@ _SCHEMA = {
     "epilogue": pl.Utf8,
     "schedule": pl.Utf8,
     "persistent": pl.Boolean,
+    "stream_k": pl.Boolean,
 }
 
 
@@ -46,7 +47,7 @@ def _parsers() -> dict:
     parsers = {c: MEASUREMENT_PARSERS[c] for c in ROW_COLUMNS}
     parsers.update({c: csvfile.as_text(parsers[c]) for c in MEASURED_COLUMNS
                     if c not in MEASURED_FLOATS + MEASURED_INTS})
-    parsers["persistent"] = _parse_bool
+    parsers["persistent"] = parsers["stream_k"] = _parse_bool
     return parsers
 
 

@@ -44,6 +44,9 @@ EPILOGUES = ("direct", "tma")
 SCHEDULES = ("cooperative", "pingpong")
 # The grouped raster's default group: tile rows (cluster rows with clusters) per group.
 DEFAULT_GROUP_M = 8
+# Output type for an input type: the 8-bit inputs write bf16 (fp32 accumulation, scaled by
+# a per-tensor scale of A and of B); every other input type writes its own type.
+OUT_DTYPES = {"fp8": "bf16", "nvfp4": "bf16", "fp4": "bf16"}
 
 def check_dtype(dtype: str, origin: str = "dtype") -> str:
     if dtype not in DTYPE_BYTES:
@@ -146,6 +149,10 @@ class KernelConfig:
     group_m: int = DEFAULT_GROUP_M
     # persistent grid: at most this many CTAs (0: as many as fit at once, one per SM)
     persistent_ctas: int = 0
+    # K split over this many CTAs per tile, which reduce their fp32 partial tiles (1: off)
+    split_k: int = 1
+    # persistent CTAs share the (tile, k-block) iteration space evenly (stream-K)
+    stream_k: bool = False
 
     def __post_init__(self):
         self.validate()
@@ -162,7 +169,7 @@ class KernelConfig:
         if self.schedule not in SCHEDULES:
             raise UserError(f"schedule {self.schedule!r}: known schedules are {', '.join(SCHEDULES)}")
         check_dtype(self.dtype)
-        for name in ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "group_m"):
+        for name in ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "group_m", "split_k"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise UserError(f"{name} must be a positive integer, got {value!r}")
@@ -171,12 +178,13 @@ class KernelConfig:
         ctas = self.persistent_ctas
         if not isinstance(ctas, int) or isinstance(ctas, bool) or not 0 <= ctas <= MAX_DIM:
             raise UserError(f"persistent_ctas must be an integer >= 0 (0: one CTA per SM), got {ctas!r}")
-        if not isinstance(self.persistent, bool):
-            raise UserError(f"persistent must be true or false, got {self.persistent!r}")
+        for name in ("persistent", "stream_k"):
+            if not isinstance(getattr(self, name), bool):
+                raise UserError(f"{name} must be true or false, got {getattr(self, name)!r}")
 
     @property
     def out_dtype(self) -> str:
-        return self.dtype
+        return OUT_DTYPES.get(self.dtype, self.dtype)
 
     def key(self) -> str:
         """Stable short name, used for caches and row identity. The dimensions added
@@ -192,6 +200,10 @@ class KernelConfig:
             extra += f"-g{self.group_m}"
         if self.persistent_ctas:
             extra += f"-ctas{self.persistent_ctas}"
+        if self.split_k != 1:
+            extra += f"-sk{self.split_k}"
+        if self.stream_k:
+            extra += "-streamk"
         return (
             f"{self.family}-{self.dtype}-{self.tile_m}x{self.tile_n}x{self.tile_k}"
             f"-s{self.stages}-c{self.cluster_m}x{self.cluster_n}-{p}-{self.raster}-{self.mode}{extra}"
@@ -209,9 +221,9 @@ class KernelConfig:
 
 
 CONFIG_COLUMNS = tuple(f.name for f in dataclasses.fields(KernelConfig))
-# Dimensions added after measurements were first shipped (issue 15): a table without them
-# was measured at their defaults.
-LATER_CONFIG_COLUMNS = ("epilogue", "schedule", "group_m", "persistent_ctas")
+# Dimensions added after measurements were first shipped (issues 15 and 16): a table
+# without them was measured at their defaults.
+LATER_CONFIG_COLUMNS = ("epilogue", "schedule", "group_m", "persistent_ctas", "split_k", "stream_k")
 
 
 # ---------------------------------------------------------------- testlists

@@ -33,13 +33,13 @@ from .problem import (CONFIG_COLUMNS, DTYPE_BYTES, EPILOGUES, FAMILIES, LATER_CO
 
 SHAPE_COLUMNS = ("m", "n", "k")
 # the kernel configuration's integer fields: tile_m, tile_n, tile_k, stages, cluster_m,
-# cluster_n, group_m, persistent_ctas
+# cluster_n, group_m, persistent_ctas, split_k
 CONFIG_INT_COLUMNS = tuple(f.name for f in dataclasses.fields(KernelConfig) if f.type in ("int", int))
 INT_COLUMNS = SHAPE_COLUMNS + CONFIG_INT_COLUMNS
 # integer columns where 0 is a value (persistent_ctas: 0 = one CTA per SM); the others are >= 1
 ZERO_OK_COLUMNS = ("persistent_ctas",)
 # a configuration's tiling: what the optimizer chooses for a (shape, family, dtype)
-TILING_COLUMNS = CONFIG_INT_COLUMNS + ("persistent", "raster", "epilogue", "schedule")
+TILING_COLUMNS = CONFIG_INT_COLUMNS + ("persistent", "raster", "epilogue", "schedule", "stream_k")
 # the configuration's defaults (problem.KernelConfig): what a table written before a
 # dimension existed was measured with
 CONFIG_DEFAULTS = KernelConfig().as_dict()
@@ -50,7 +50,7 @@ CONFIG_KEY = SHAPE_COLUMNS + ("family", "dtype") + TILING_COLUMNS
 # the order fits see measured rows in: their float sums (and trees' tied splits) then
 # do not depend on the order the measurement files were listed in
 CANONICAL_ORDER = ("family", "dtype", *SHAPE_COLUMNS, *CONFIG_INT_COLUMNS, "persistent", "raster", "epilogue",
-                   "schedule", "time_us")
+                   "schedule", "stream_k", "time_us")
 
 # ------------------------------------------------------------------ measurement columns
 
@@ -107,6 +107,7 @@ def _parsers() -> dict:
                     "epilogue": csvfile.choice(EPILOGUES, "epilogue"),
                     "schedule": csvfile.choice(SCHEDULES, "schedule"),
                     "status": csvfile.choice(STATUSES, "status"), "persistent": csvfile.boolean,
+                    "stream_k": csvfile.boolean,
                     "converged": csvfile.boolean, "warm_l2": csvfile.boolean})
     columns = (*MICROBENCH_COLUMNS, *ROW_COLUMNS)
     return {c: parsers.get(c, csvfile.text) for c in columns}

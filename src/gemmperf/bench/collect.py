@@ -66,8 +66,8 @@ def sweep_configs(family: str, gpu, dtype: str, preset: str = "default") -> list
 def _baseline(c: KernelConfig) -> bool:
     """A configuration at the dimensions every family has: no cluster, the direct
     epilogue, the cooperative schedule, the default raster group, the full persistent grid."""
-    return ((c.cluster_m, c.cluster_n, c.epilogue, c.schedule, c.group_m, c.persistent_ctas)
-            == (1, 1, "direct", "cooperative", DEFAULT_GROUP_M, 0))
+    return ((c.cluster_m, c.cluster_n, c.epilogue, c.schedule, c.group_m, c.persistent_ctas, c.split_k, c.stream_k)
+            == (1, 1, "direct", "cooperative", DEFAULT_GROUP_M, 0, 1, False))
 
 
 def _with_variants(fam, gpu, picks: list[KernelConfig]) -> list[KernelConfig]:

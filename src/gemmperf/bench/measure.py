@@ -23,7 +23,6 @@ from ..kernels.launch import (
     device_arch,
     ensure_context,
     fill_random,
-    launch_plan,
 )
 from ..kernels.verify import verify
 from ..problem import DTYPE_BYTES, KernelConfig
@@ -68,12 +67,13 @@ class Measurer:
         for a, b in self.pool:
             a.free()
             b.free()
-        ld, esize = pad_k(k), int(DTYPE_BYTES[dtype])
+        esize = DTYPE_BYTES[dtype]
+        ld = pad_k(k, esize)
         per_copy = (m + n) * ld * esize
         copies = 1 if self.warm_l2 else max(1, min(MAX_GRAPH_LAUNCHES, math.ceil(3 * self.gpu.l2_bytes / per_copy)))
         self.pool = []
         for i in range(copies):
-            a, b = DeviceBuffer(m * ld * esize), DeviceBuffer(n * ld * esize)
+            a, b = DeviceBuffer(int(m * ld * esize)), DeviceBuffer(int(n * ld * esize))
             fill_random(a, m, k, ld, dtype, 1 + 2 * i, self.arch, self.stream)
             fill_random(b, n, k, ld, dtype, 2 + 2 * i, self.arch, self.stream)
             self.pool.append((a, b))
@@ -101,10 +101,8 @@ class Measurer:
                 row["max_rel_err"] = check_.max_rel_err
                 if not check_.ok:
                     return {**row, "status": "wrong_result", "reason": check_.reason[:500]}
-                c_ptr = runner.C.ptr
                 pool = self.input_pool(m, n, k, cfg.dtype)
-                plans = [launch_plan(kern, a.ptr, b.ptr, c_ptr, m, n, k, sms=runner.sms, ldc=runner.ldc)
-                         for a, b in pool]
+                plans = [runner.plan_for(a.ptr, b.ptr) for a, b in pool]
                 row.update(self.time(lambda i: plans[i % len(plans)](self.stream), len(plans)))
         except CudaError as err:
             # a sticky error poisons the context: end this worker, the sweep restarts one

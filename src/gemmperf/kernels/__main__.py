@@ -43,6 +43,17 @@ def default_configs(arch: str) -> list[KernelConfig]:
             KernelConfig("ws-hopper", "bf16", 64, 256, 64, 4, 2, 1, True, "grouped", epilogue="tma",
                          schedule="pingpong"),
             KernelConfig("ws-hopper", "bf16", 128, 64, 64, 4, 1, 2, False, "row", schedule="pingpong"),
+            KernelConfig("ws-hopper", "bf16", 64, 128, 64, 6, epilogue="tma", split_k=4),
+            KernelConfig("ws-hopper", "bf16", 64, 256, 64, 4, split_k=8),
+            KernelConfig("ws-hopper", "bf16", 128, 128, 64, 4, 2, 1, epilogue="tma", split_k=3),
+            KernelConfig("ws-hopper", "bf16", 128, 256, 64, 4, 2, 1, True, "grouped", epilogue="tma", stream_k=True),
+            KernelConfig("ws-hopper", "fp16", 128, 128, 64, 5, 1, 2, True, "row", epilogue="tma", stream_k=True),
+            KernelConfig("ws-hopper", "fp8", 128, 256, 128, 4, 2, 1, True, "grouped", epilogue="tma"),
+            KernelConfig("ws-hopper", "fp8", 128, 128, 128, 4),
+            KernelConfig("ws-hopper", "fp8", 64, 256, 128, 4, epilogue="tma", split_k=6),
+            KernelConfig("ws-hopper", "fp8", 128, 256, 128, 4, 1, 1, True, "grouped", epilogue="tma", stream_k=True),
+            KernelConfig("ws-hopper", "fp8", 128, 128, 128, 5, persistent=True, raster="grouped", epilogue="tma",
+                         schedule="pingpong"),
         ]
     out += [
         KernelConfig("ws-ampere", "bf16", 128, 128, 32, 4, raster="grouped"),

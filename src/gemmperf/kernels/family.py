@@ -19,19 +19,35 @@ from .source import GROUP_M
 # Deepest shared-memory ring any family accepts.
 MAX_STAGES = 8
 # A and B rows start every pad_k(K) elements: K rounded up to 8 elements (16 bytes of a
-# 16-bit type), because TMA and cp.async need 16-byte aligned rows.
+# 16-bit type; 16 elements of an 8-bit one), because TMA and cp.async need 16-byte
+# aligned rows.
 K_ALIGN_ELEMS = 8
 
 
-def pad_k(k: int) -> int:
-    """Leading dimension (elements) of the A and B rows for reduction length ``k``."""
-    return (k + K_ALIGN_ELEMS - 1) // K_ALIGN_ELEMS * K_ALIGN_ELEMS
+def k_align(esize: float = 2) -> int:
+    """Elements a row of A or B is rounded up to, for elements of ``esize`` bytes: 16
+    bytes, and never fewer than K_ALIGN_ELEMS elements."""
+    return max(K_ALIGN_ELEMS, int(-(-16 // esize)))
+
+
+def pad_k(k, esize: float = 2):
+    """Leading dimension (elements) of the A and B rows for reduction length ``k`` (an
+    int or a numpy array) and elements of ``esize`` bytes."""
+    align = k_align(esize)
+    return (k + align - 1) // align * align
 
 
 def pad_n(n: int) -> int:
     """Leading dimension (elements) of a 16-bit C padded like A and B: ``n`` rounded up
     to 8 elements, so every row starts on 16 bytes (TMA stores need it)."""
     return pad_k(n)
+
+
+def work_units(config: KernelConfig, m: int, n: int) -> int:
+    """Tiles of C, or with clusters, cluster-shaped groups of tiles."""
+    units_m = -(-(-(-m // config.tile_m)) // config.cluster_m)
+    units_n = -(-(-(-n // config.tile_n)) // config.cluster_n)
+    return units_m * units_n
 
 
 def compute_capability(arch: str) -> tuple[int, int]:
@@ -78,6 +94,9 @@ class Family:
     schedules: tuple[str, ...] = ("cooperative",)
     # Group sizes the grouped raster accepts (tile rows, or cluster rows, per group).
     group_ms: tuple[int, ...] = (DEFAULT_GROUP_M,)
+    # K splits per tile the kernel implements (1: none), and whether it has stream-K.
+    split_ks: tuple[int, ...] = (1,)
+    stream_k: bool = False
     # Same for every family today; the models read them from here.
     group_m = GROUP_M  # default tile rows of one group of the grouped raster
     k_align_elems = K_ALIGN_ELEMS
@@ -102,11 +121,24 @@ class Family:
         return self.dtypes[0]
 
     def dtype_reason(self) -> str:
-        return f"{self.name} takes {' or '.join(self.dtypes)}"
+        *head, tail = self.dtypes
+        return f"{self.name} takes {', '.join(head) + ' or ' if head else ''}{tail}"
 
     @staticmethod
     def pad_k(k: int) -> int:
         return pad_k(k)
+
+    def shares_k(self, cfg: KernelConfig) -> bool:
+        """Whether CTAs share a tile's K (split-K, stream-K) and reduce partial tiles."""
+        return False
+
+    def workspace_bytes(self, cfg: KernelConfig, m: int, n: int, ctas: int) -> int:
+        """Bytes of global workspace a launch of ``ctas`` CTAs needs (0: none)."""
+        return 0
+
+    def counter_count(self, cfg: KernelConfig, m: int, n: int) -> int:
+        """32-bit counters, zero between launches, a launch needs (0: none)."""
+        return 0
 
     def c_ld(self, cfg: KernelConfig, n: int) -> int:
         """Leading dimension (elements) of C for ``n`` columns: ``n`` unless the family
@@ -177,6 +209,9 @@ class Family:
             return f"group_m (grouped raster) in {{{', '.join(map(str, self.group_ms))}}}"
         if cfg.raster != "grouped" and cfg.group_m != DEFAULT_GROUP_M:
             return f"group_m applies to the grouped raster only (leave it at {DEFAULT_GROUP_M})"
+        reason = self.check_k_decomposition(cfg)
+        if reason:
+            return reason
         if cfg.persistent_ctas:
             if not cfg.persistent:
                 return "persistent_ctas applies to persistent kernels only (leave it at 0)"
@@ -184,6 +219,27 @@ class Family:
                 return f"persistent_ctas {cfg.persistent_ctas} > {gpu.sms} SMs"
             if cfg.persistent_ctas % cfg.cluster_size:
                 return f"persistent_ctas {cfg.persistent_ctas} is not a multiple of the cluster size {cfg.cluster_size}"
+        return None
+
+    def check_k_decomposition(self, cfg: KernelConfig) -> str | None:
+        """Split-K and stream-K: what the family implements, and with what. They share K
+        among CTAs, which reduce their partial tiles in the cooperative schedule's
+        epilogue; stream-K's CTAs walk the iteration space, so they are persistent; the
+        raster keeps its default group. None, or the reason."""
+        if cfg.split_k not in self.split_ks:
+            return f"{self.name} split_k in {{{', '.join(map(str, self.split_ks))}}}"
+        if cfg.stream_k and not self.stream_k:
+            return f"{self.name} has no stream-K"
+        if cfg.split_k == 1 and not cfg.stream_k:
+            return None
+        if cfg.stream_k and cfg.split_k > 1:
+            return "split-K and stream-K are two ways to share K: choose one"
+        if cfg.schedule != "cooperative":
+            return "split-K and stream-K run the cooperative schedule"
+        if cfg.stream_k and not cfg.persistent:
+            return "stream-K needs a persistent kernel"
+        if cfg.group_m != DEFAULT_GROUP_M:
+            return f"split-K and stream-K keep the raster group at {DEFAULT_GROUP_M}"
         return None
 
     def check_legal(self, cfg: KernelConfig, gpu) -> str | None:
@@ -211,7 +267,9 @@ class Family:
 
     # ------------------------------------------------------------ sweep spaces
 
-    def tiles(self) -> list[tuple[int, int, int]]:
+    def tiles(self, dtype: str | None = None) -> list[tuple[int, int, int]]:
+        """(tile_m, tile_n, tile_k) the kernel is written for, for ``dtype`` (default:
+        the family's default dtype)."""
         return list(itertools.product(self.tile_ms, self.tile_ns, self.tile_ks))
 
     def stage_range(self) -> tuple[int, ...]:
@@ -219,17 +277,18 @@ class Family:
 
     def legal_configs(self, gpu, dtype: str | None = None, modes=("full",)) -> list[KernelConfig]:
         """Every legal configuration on ``gpu``: all tiles, stages, clusters, epilogues,
-        schedules, persistence and rasters (the grouped raster with each group size);
-        the persistent grid at its default (one CTA per SM)."""
+        schedules, persistence, rasters (the grouped raster with each group size), K
+        splits and stream-K; the persistent grid at its default (one CTA per SM)."""
         dtype = dtype or self.default_dtype
+        k_ways = [(s, False) for s in self.split_ks] + ([(1, True)] if self.stream_k else [])
         out = []
-        for (tm, tn, tk), s, (cm, cn), epi, sched, persistent, raster, mode in itertools.product(
-            self.tiles(), self.stage_range(), self.cluster_shapes, self.epilogues, self.schedules,
-            (False, True), RASTERS, modes
+        for (tm, tn, tk), s, (cm, cn), epi, sched, persistent, raster, mode, (split, streamk) in itertools.product(
+            self.tiles(dtype), self.stage_range(), self.cluster_shapes, self.epilogues, self.schedules,
+            (False, True), RASTERS, modes, k_ways
         ):
             for group in self.group_ms if raster == "grouped" else (DEFAULT_GROUP_M,):
                 cfg = KernelConfig(self.name, dtype, tm, tn, tk, s, cm, cn, persistent, raster, mode,
-                                   epilogue=epi, schedule=sched, group_m=group)
+                                   epilogue=epi, schedule=sched, group_m=group, split_k=split, stream_k=streamk)
                 if self.check_legal(cfg, gpu) is None:
                     out.append(cfg)
         return out
@@ -237,6 +296,12 @@ class Family:
     def in_default_sweep(self, cfg: KernelConfig, gpu) -> bool:
         """Whether a legal ``cfg`` belongs to the reduced grid the project measures."""
         raise NotImplementedError
+
+    def shared_k_configs(self, gpu, dtype: str | None = None, modes=("full",)) -> list[KernelConfig]:
+        """The split-K and stream-K configurations the presets measure on shapes with
+        fewer tiles than SMs (bench.collect picks among them per shape); none for a
+        family without them."""
+        return []
 
     def default_sweep(self, gpu, dtype: str | None = None, modes=("full",)) -> list[KernelConfig]:
         """The configurations the project measures by default (see ``in_default_sweep``):

@@ -1,10 +1,13 @@
 // ws-hopper (hopper.py says what each configuration value means).
 // Defined by hopper.py: NWG consumer warpgroups, WG_M rows of C per consumer warpgroup,
-// THREADS, PROD_REGS, CONS_REGS, CLUSTER_M, CLUSTER_N, PINGPONG, EPI_TMA.
+// THREADS, PROD_REGS, CONS_REGS, CLUSTER_M, CLUSTER_N, PINGPONG, EPI_TMA, ESZ (bytes of an
+// input element), FP8, SPLIT_K, STREAM_K.
 #define MA (WG_M / 64)                       // m64 wgmma rows per consumer warpgroup
 #define NACC (BN / 2)                        // fp32 accumulators per m64 row block
-#define A_STAGE_BYTES (BM * BK * 2)
-#define B_STAGE_BYTES (BN * BK * 2)
+#define A_STAGE_BYTES (BM * BK * ESZ)
+#define B_STAGE_BYTES (BN * BK * ESZ)
+#define KSTEPS (BK * ESZ / 32)               // wgmmas along a tile's K: each reads 32 bytes of K
+#define KSHARE (SPLIT_K > 1 || STREAM_K)     // CTAs share tiles' K and reduce partial tiles
 #define STAGE_BYTES (A_STAGE_BYTES + B_STAGE_BYTES)
 #define CS (CLUSTER_M * CLUSTER_N)           // CTAs of a cluster
 #define A_SLICE (BM / CLUSTER_N)             // rows of A each of the CLUSTER_N sharers loads
@@ -19,6 +22,7 @@
 #define STAGING_BYTES (4 * 2 * WARP_BOX_BYTES)  // a consumer warpgroup's: 2 boxes per warp
 #define STAGING_TOTAL (EPI_TMA ? NWG * STAGING_BYTES : 0)
 #define BAR_ORDER 3                          // named barriers 3, 4: ping-pong turns
+#define BAR_FIXUP 5                          // named barriers 5, 6: a consumer warpgroup's reduction
 
 struct alignas(64) TmapT { u64 opaque[16]; };
 
@@ -52,6 +56,13 @@ __device__ __forceinline__ void named_sync(int id, int count) {
 }
 __device__ __forceinline__ void named_arrive(int id, int count) {
     asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(count) : "memory");
+}
+// A named barrier that also tells every thread whether any thread passed ``v`` true.
+__device__ __forceinline__ bool named_any(int id, int count, bool v) {
+    u32 r;
+    asm volatile("{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n bar.red.or.pred q, %2, %3, p;\n"
+                 " selp.u32 %0, 1, 0, q;\n}" : "=r"(r) : "r"((u32)v), "r"(id), "r"(count) : "memory");
+    return r != 0;
 }
 #if CS > 1
 __device__ __forceinline__ u32 cluster_rank() {
@@ -130,6 +141,136 @@ __device__ __forceinline__ void advance(int &stage, u32 &phase, int n) {
     phase ^= (u32)(n / STAGES) & 1u;
     if (stage >= STAGES) { stage -= STAGES; phase ^= 1u; }
 }
+
+// ---------------------------------------------------------------- work
+// A work item: cluster unit ``u`` (a cluster's worth of tiles), its k-blocks [k0, k1),
+// and how the unit's tiles are reduced: ``parts`` CTAs (clusters) computed parts of them,
+// this one is number ``idx``, the first is worker ``first_worker`` (stream-K), and this
+// one's partial goes to workspace key ``key`` (split-K: the item's index; stream-K: two
+// keys per worker, its first tile and its last). Without split-K or stream-K an item is
+// a whole unit (parts = 1).
+struct Work { int u, k0, k1, parts, idx, first_worker; long long key; };
+// A CTA's walk over its items: item indices pos, pos + step, ... below end; stream-K:
+// k-block iterations pos .. end - 1 of the (unit, k-block) space of worker ``worker``
+// out of ``workers``.
+struct Walk { long long pos, end, step; int worker, workers; bool first; };
+
+#if STREAM_K
+// First iteration of worker ``w``: the ``total`` iterations split evenly, in order.
+__device__ __forceinline__ long long sk_begin(long long w, long long total, long long workers) {
+    return w * total / workers;
+}
+// The worker whose iterations hold iteration ``it`` (the largest w with sk_begin(w) <= it).
+__device__ __forceinline__ long long sk_worker(long long it, long long total, long long workers) {
+    return ((it + 1) * workers + total - 1) / total - 1;
+}
+#endif
+
+__device__ __forceinline__ void walk_init(Walk &s, int first, int step, int units, int ktiles) {
+#if STREAM_K
+    const long long total = (long long)units * ktiles;
+    s.workers = (int)min((long long)step, total);   // every worker gets at least one iteration
+    s.worker = first;
+    s.pos = first < s.workers ? sk_begin(first, total, s.workers) : 0;
+    s.end = first < s.workers ? sk_begin(first + 1, total, s.workers) : 0;
+    s.first = true;
+#else
+    s.pos = first;
+    s.end = (long long)units * SPLIT_K;
+    s.step = step;
+#endif
+}
+
+__device__ __forceinline__ bool walk_next(Walk &s, Work &w, int units, int ktiles) {
+    if (s.pos >= s.end) return false;
+#if STREAM_K
+    const long long total = (long long)units * ktiles;
+    w.u = (int)(s.pos / ktiles);
+    w.k0 = (int)(s.pos - (long long)w.u * ktiles);
+    w.k1 = (int)min((long long)ktiles, w.k0 + (s.end - s.pos));
+    const long long t0 = (long long)w.u * ktiles;
+    w.first_worker = (int)sk_worker(t0, total, s.workers);
+    w.parts = (int)sk_worker(t0 + ktiles - 1, total, s.workers) - w.first_worker + 1;
+    w.idx = s.worker - w.first_worker;
+    w.key = 2LL * s.worker + (s.first ? 0 : 1);
+    s.first = false;
+    s.pos += w.k1 - w.k0;
+#else
+    w.u = (int)(s.pos / SPLIT_K);
+    const int split = (int)(s.pos - (long long)w.u * SPLIT_K);
+    w.k0 = (int)((long long)split * ktiles / SPLIT_K);
+    w.k1 = (int)((long long)(split + 1) * ktiles / SPLIT_K);
+    w.parts = SPLIT_K;
+    w.idx = split;
+    w.first_worker = 0;
+    w.key = s.pos;
+    s.pos += s.step;
+#endif
+    return true;
+}
+
+#if KSHARE
+// Workspace key of contributor ``j`` of item ``w``'s unit.
+__device__ __forceinline__ long long part_key(const Work &w, int j, int units, int ktiles, int workers) {
+#if STREAM_K
+    const long long total = (long long)units * ktiles;
+    const int wj = w.first_worker + j;
+    return 2LL * wj + (sk_begin(wj, total, workers) >= (long long)w.u * ktiles ? 0 : 1);
+#else
+    return (long long)w.u * SPLIT_K + j;
+#endif
+}
+
+// One consumer warpgroup's partial tile: WG_M x BN fp32, in accumulator order (pair q of
+// row block m of thread t at float2 index (m * NACC/2 + q) * 128 + t: a warp's accesses
+// are contiguous).
+__device__ __forceinline__ float2 *slot_ptr(float *ws, long long key, int rank, int cw) {
+    return (float2 *)(ws + ((key * CS + rank) * NWG + cw) * (long long)(WG_M * BN));
+}
+
+// Split-K / stream-K reduction of a tile part computed by several CTAs. Each writes its
+// partial (rows < M only) to its own slot and counts itself in the part's counter; the
+// last to arrive sums every contributor's slot in contributor order (its own too, read
+// back: the order, and so the bits, do not depend on who is last), resets the counter
+// for the next launch and returns true: it runs the epilogue. The others return false.
+__device__ __forceinline__ bool reduce_partials(float (&acc)[MA][NACC], float *ws, int *counters, const Work &w,
+                                                int units, int ktiles, int workers, int rank, int cw,
+                                                int row0, int M, int tid) {
+    const int warp = tid / 32, lane = tid % 32;
+    const int row_t = row0 + warp * 16 + lane / 4;   // this thread's first row
+    float2 *mine = slot_ptr(ws, w.key, rank, cw);
+#pragma unroll
+    for (int m = 0; m < MA; ++m)
+#pragma unroll
+        for (int q = 0; q < NACC / 2; ++q)
+            if (row_t + m * 64 + 8 * (q & 1) < M)
+                __stcg(&mine[(m * (NACC / 2) + q) * 128 + tid], make_float2(acc[m][2 * q], acc[m][2 * q + 1]));
+    __threadfence();
+    named_sync(BAR_FIXUP + cw, 128);
+    int *count = counters + ((long long)w.u * CS + rank) * NWG + cw;
+    const bool last = named_any(BAR_FIXUP + cw, 128, tid == 0 && atomicAdd(count, 1) == w.parts - 1);
+    if (!last) return false;
+    __threadfence();
+#pragma unroll
+    for (int m = 0; m < MA; ++m)
+#pragma unroll
+        for (int i = 0; i < NACC; ++i) acc[m][i] = 0.0f;
+    for (int j = 0; j < w.parts; ++j) {
+        const float2 *part = slot_ptr(ws, part_key(w, j, units, ktiles, workers), rank, cw);
+#pragma unroll
+        for (int m = 0; m < MA; ++m)
+#pragma unroll
+            for (int q = 0; q < NACC / 2; ++q)
+                if (row_t + m * 64 + 8 * (q & 1) < M) {
+                    const float2 v = __ldcg(&part[(m * (NACC / 2) + q) * 128 + tid]);
+                    acc[m][2 * q] += v.x;
+                    acc[m][2 * q + 1] += v.y;
+                }
+    }
+    if (tid == 0) *count = 0;
+    return true;
+}
+#endif
 
 // Work unit ``u`` (a cluster's worth of tiles) -> this CTA's tile.
 __device__ __forceinline__ void unit_tile(int u, int units_m, int units_n, int cm, int cn, int &tm, int &tn) {
@@ -232,7 +373,8 @@ __device__ __forceinline__ void epilogue_direct(float (&acc)[MA][NACC], u16 *__r
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB,
-            const __grid_constant__ TmapT tmC, u16 *__restrict__ C, int M, int N, int K, int ldc)
+            const __grid_constant__ TmapT tmC, u16 *__restrict__ C, int M, int N, int K, int ldc,
+            float *__restrict__ ws, int *__restrict__ counters, float scale_a, float scale_b)
 {
 #if MODE == MODE_EMPTY
     return;
@@ -271,7 +413,11 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
     // resident operands: a fixed pseudo-random pattern in [-1, 1)
     for (int i = threadIdx.x; i < STAGES * STAGE_BYTES / 4; i += THREADS) {
         u32 h = hash_u32((u32)i * 2654435761u + 12345u);
-        ((u32 *)smem)[i] = pack2((float)(h & 0xffff) / 32768.0f - 1.0f, (float)(h >> 16) / 32768.0f - 1.0f);
+        u32 v = pack2((float)(h & 0xffff) / 32768.0f - 1.0f, (float)(h >> 16) / 32768.0f - 1.0f);
+#if FP8
+        v &= 0xBFBFBFBFu;   // as e4m3 bytes: exponent below 15, so no NaN
+#endif
+        ((u32 *)smem)[i] = v;
     }
 #endif
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -295,9 +441,11 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
             const u16 mask_b = (u16)(((1u << CLUSTER_M) - 1u) << (CLUSTER_M * cn));   // this cluster column
 #endif
             int stage = 0; u32 phase = 0;
-            for (int u = first; u < units; u += stride) {
-                int tm, tn; unit_tile(u, units_m, units_n, cm, cn, tm, tn);
-                for (int kt = 0; kt < ktiles; ++kt) {
+            Walk walk; Work w;
+            walk_init(walk, first, stride, units, ktiles);
+            while (walk_next(walk, w, units, ktiles)) {
+                int tm, tn; unit_tile(w.u, units_m, units_n, cm, cn, tm, tn);
+                for (int kt = w.k0; kt < w.k1; ++kt) {
                     mbar_wait(&empty[stage], phase ^ 1);
                     expect_tx(&full[stage], STAGE_BYTES);
 #if CLUSTER_N > 1
@@ -328,18 +476,19 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
         int buf = 0;
         if (tid == 0) asm volatile("prefetch.tensormap [%0];" :: "l"((u64)&tmC) : "memory");
 #endif
+        Walk walk; Work w;
 #if PINGPONG
-        // warpgroup cw takes every other tile of this CTA, starting with its cw-th
-        const int ustep = 2 * stride;
-        int u = first + cw * stride;
+        // warpgroup cw takes every other tile of this CTA, starting with its cw-th (whole
+        // tiles only: split-K and stream-K run the cooperative schedule)
+        walk_init(walk, first + cw * stride, 2 * stride, units, ktiles);
         advance(stage, phase, cw * ktiles);
         const int wg_row0 = 0;
 #else
-        const int ustep = stride;
-        int u = first;
+        walk_init(walk, first, stride, units, ktiles);
         const int wg_row0 = cw * WG_M;
 #endif
-        for (bool first_tile = true; u < units; u += ustep, first_tile = false) {
+        for (bool first_tile = true; walk_next(walk, w, units, ktiles); first_tile = false) {
+            const int u = w.u, nk = w.k1 - w.k0;
             int tm, tn; unit_tile(u, units_m, units_n, cm, cn, tm, tn);
 #pragma unroll
             for (int m = 0; m < MA; ++m)
@@ -351,7 +500,7 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
 #endif
 #if MODE == MODE_FULL || MODE == MODE_MATH
             int prev = 0;
-            for (int kt = 0; kt < ktiles; ++kt) {
+            for (int kt = 0; kt < nk; ++kt) {
 #if MODE == MODE_FULL
                 mbar_wait(&full[stage], phase);
 #endif
@@ -360,7 +509,7 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
                 fence_acc(acc);
                 wgmma_fence();
 #pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk) {
+                for (int kk = 0; kk < KSTEPS; ++kk) {
                     const u64 db = make_desc(b_base + kk * 32);
 #pragma unroll
                     for (int m = 0; m < MA; ++m) wgmma_tile(acc[m], make_desc(a_base + m * 64 * 128 + kk * 32), db);
@@ -381,10 +530,10 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
             wgmma_wait<0>();
             fence_acc(acc);
 #if MODE == MODE_FULL
-            release_slot(&empty[prev], cm, cn, tid);
+            if (nk > 0) release_slot(&empty[prev], cm, cn, tid);
 #endif
 #elif MODE == MODE_LOAD
-            for (int kt = 0; kt < ktiles; ++kt) {
+            for (int kt = 0; kt < nk; ++kt) {
                 mbar_wait(&full[stage], phase);
                 release_slot(&empty[stage], cm, cn, tid);
                 advance(stage, phase, 1);
@@ -400,6 +549,18 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
 #endif
 #if MODE != MODE_LOAD
             if (tm < tiles_m && tn < tiles_n) {   // a cluster's CTA past the edge computes nothing to store
+#if KSHARE
+                if (w.parts > 1 && !reduce_partials(acc, ws, counters, w, units, ktiles, walk.workers, rank, cw,
+                                                    tm * BM + wg_row0, M, tid))
+                    continue;   // another CTA finishes this tile
+#endif
+#if FP8
+                const float scale = scale_a * scale_b;
+#pragma unroll
+                for (int m = 0; m < MA; ++m)
+#pragma unroll
+                    for (int i = 0; i < NACC; ++i) acc[m][i] *= scale;
+#endif
 #if EPI_TMA
                 epilogue_tma(acc, staging, buf, &tmC, tm * BM + wg_row0, tn * BN, tid);
 #else

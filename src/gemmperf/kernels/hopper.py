@@ -26,13 +26,27 @@ The configuration dimensions, each a ``#define`` of ``hopper.cu``:
   consumers go on; each warp on its own, no barrier across the warpgroup.
 - persistent: one CTA per SM (``persistent_ctas`` caps the grid), each walking the
   tiles (clusters of tiles) in the raster order; else one CTA per tile.
+- K shared among CTAs (cooperative schedule): ``split_k`` S > 1 makes S work items of
+  each tile, item s taking k-blocks [s*KT/S, (s+1)*KT/S); ``stream_k`` gives each of the
+  W persistent CTAs (clusters) the same share, KT*tiles/W k-blocks, of the (tile,
+  k-block) iteration space, so a CTA may start and end inside a tile. A CTA that
+  computed part of a tile writes its fp32 partial (only rows < M) to a workspace slot
+  of its own and counts itself in the tile's counter; the one that arrives last adds
+  the partials in a fixed order (contributor 0, 1, ..., its own from registers at its
+  place), resets the counter and runs the epilogue. No CTA waits for another, and the
+  sum does not depend on who arrives last: results are deterministic, bit for bit.
+  ``workspace_bytes`` and ``counter_count`` size what the launch must provide (the
+  counters zeroed once; every launch leaves them zero).
+- dtype fp8 (e4m3): 1-byte A and B, tile K = 128 elements (one 128-byte swizzled row),
+  ``wgmma.m64nNk32.f32.e4m3.e4m3``, fp32 accumulation; the epilogue multiplies by the
+  per-tensor scales of A and B (kernel arguments) and writes bf16.
 """
 
 from __future__ import annotations
 
-from ..problem import KernelConfig
+from ..problem import DTYPE_BYTES, KernelConfig
 from . import source
-from .family import MAX_STAGES, Family, pad_n
+from .family import MAX_STAGES, Family, pad_n, work_units
 
 # Registers the producer warpgroup keeps after ``setmaxnreg.dec`` (it only issues TMA).
 PROD_REGS = 40
@@ -46,18 +60,29 @@ STAGING_BYTES_PER_WG = 4 * 2 * 16 * 64 * 2
 MBARRIER_BYTES = 8
 
 
+# Bytes of a row of an operand tile: the 128-byte swizzle's row (tile K = 128 / element size).
+SWIZZLE_ROW_BYTES = 128
+# K splits the kernel implements (1: none): up to 16 CTAs per tile.
+SPLIT_KS = (1, 2, 3, 4, 6, 8, 16)
+# Tiles the presets measure with split-K and stream-K (shared_k_configs): the small ones
+# that make many tiles of a skinny C, and the two fastest large ones.
+SHARED_K_TILES = ((64, 128), (64, 256), (128, 128), (128, 256))
+
+
 class WsHopper(Family):
     name = "ws-hopper"
-    dtypes = ("bf16", "fp16")
+    dtypes = ("bf16", "fp16", "fp8")
     tensor_cores = True
     tile_ms = tile_ns = (64, 128, 256)
-    tile_ks = (64,)  # 64 16-bit elements = one 128-byte swizzled row
+    tile_ks = (64, 128)  # one 128-byte swizzled row: 64 16-bit or 128 8-bit elements
     min_stages, max_stages = 2, MAX_STAGES
     tma_operands = True
     cluster_shapes = ((1, 1), (2, 1), (1, 2), (2, 2))
     epilogues = ("direct", "tma")
     schedules = ("cooperative", "pingpong")
     group_ms = (1, 2, 4, 8, 16)
+    split_ks = SPLIT_KS
+    stream_k = True
     arch_rule = "sm_90a"
     source_files = ("prelude.cuh", "hopper.cu")
     bench_stages = 4
@@ -91,6 +116,25 @@ class WsHopper(Family):
     def accumulators_per_thread(self, cfg: KernelConfig) -> int:
         return self.warpgroup_rows(cfg) * cfg.tile_n // 128
 
+    @staticmethod
+    def element_bytes(cfg: KernelConfig) -> int:
+        return int(DTYPE_BYTES[cfg.dtype])
+
+    def tile_k_for(self, dtype: str) -> int:
+        """The tile K of ``dtype``: one 128-byte swizzled row."""
+        return SWIZZLE_ROW_BYTES // int(DTYPE_BYTES[dtype])
+
+    def tiles(self, dtype: str | None = None) -> list[tuple[int, int, int]]:
+        k = self.tile_k_for(dtype or self.default_dtype)
+        return [t for t in super().tiles() if t[2] == k]
+
+    def tile_reason(self) -> str:
+        return (f"{self.name} tiles: M and N in {{{', '.join(map(str, self.tile_ms))}}}, "
+                f"K = 64 (16-bit) or 128 (fp8)")
+
+    def tile_ok(self, cfg: KernelConfig) -> bool:
+        return super().tile_ok(cfg) and cfg.tile_k == self.tile_k_for(cfg.dtype)
+
     def check_shape(self, cfg: KernelConfig) -> str | None:
         reason = super().check_shape(cfg)
         if reason:
@@ -106,7 +150,7 @@ class WsHopper(Family):
     def dynamic_smem(self, cfg: KernelConfig) -> int:
         """The ring, the TMA epilogue's staging buffers, 2 mbarriers a stage, 1 KB to
         align the ring to 1024 bytes."""
-        stage = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * 2
+        stage = (cfg.tile_m + cfg.tile_n) * cfg.tile_k * self.element_bytes(cfg)
         return cfg.stages * stage + self.staging_bytes(cfg) + 2 * cfg.stages * MBARRIER_BYTES + 1024
 
     def register_estimate(self, cfg: KernelConfig) -> int:
@@ -114,6 +158,32 @@ class WsHopper(Family):
 
     def register_limit(self, cfg: KernelConfig, gpu) -> int:
         return self.consumer_regs(cfg)
+
+    def shares_k(self, cfg: KernelConfig) -> bool:
+        return cfg.split_k > 1 or cfg.stream_k
+
+    def partial_slots(self, cfg: KernelConfig, m: int, n: int, ctas: int) -> int:
+        """Workspace slots (one consumer warpgroup's partial tile each) a launch of
+        ``ctas`` CTAs needs: split-K one per work item (each CTA of a cluster unit, each
+        K split), stream-K two per CTA (the tiles it starts and ends in); times the
+        consumer warpgroups of a CTA."""
+        if not self.shares_k(cfg):
+            return 0
+        per_cta = self.consumer_warpgroups(cfg)
+        if cfg.stream_k:
+            return 2 * ctas * per_cta
+        return work_units(cfg, m, n) * cfg.cluster_size * cfg.split_k * per_cta
+
+    def workspace_bytes(self, cfg: KernelConfig, m: int, n: int, ctas: int) -> int:
+        """fp32 workspace of a split-K / stream-K launch of ``ctas`` CTAs (0 otherwise)."""
+        return self.partial_slots(cfg, m, n, ctas) * self.warpgroup_rows(cfg) * cfg.tile_n * 4
+
+    def counter_count(self, cfg: KernelConfig, m: int, n: int) -> int:
+        """Arrival counters (32-bit, zero between launches) of a split-K / stream-K
+        launch: one per consumer warpgroup's part of each tile."""
+        if not self.shares_k(cfg):
+            return 0
+        return work_units(cfg, m, n) * cfg.cluster_size * self.consumer_warpgroups(cfg)
 
     def c_ld(self, cfg: KernelConfig, n: int) -> int:
         """Leading dimension of C (elements): rows padded to 16 bytes, as TMA needs."""
@@ -130,6 +200,8 @@ class WsHopper(Family):
         rasters), with clusters 2x1 and 1x2 (non-persistent row, persistent grouped), 2x2
         (persistent grouped), and ping-pong with the TMA epilogue at 1x1 and 2x1
         (non-persistent row, persistent grouped)."""
+        if self.shares_k(cfg):
+            return False  # measured where they pay, on few tiles: the presets (bench.collect)
         top = min(6, self.max_legal_stages(cfg, gpu))
         order = (cfg.persistent, cfg.raster)
         if not cfg.persistent and cfg.raster != "row":
@@ -147,14 +219,29 @@ class WsHopper(Family):
             return cluster in ((1, 1), (2, 1))
         return cluster != (2, 2) or cfg.persistent
 
+    def shared_k_configs(self, gpu, dtype: str | None = None, modes=("full",)) -> list[KernelConfig]:
+        """Each of ``SHARED_K_TILES`` at 4 stages with the TMA epilogue: non-persistent
+        with the row raster at every K split, and persistent, grouped, with stream-K."""
+        dtype = dtype or self.default_dtype
+        out = []
+        for tm, tn in SHARED_K_TILES:
+            base = KernelConfig(self.name, dtype, tm, tn, self.tile_k_for(dtype), 4, epilogue="tma")
+            out += [base.replace(split_k=s, mode=m) for s in self.split_ks if s > 1 for m in modes]
+            out += [base.replace(persistent=True, raster="grouped", stream_k=True, mode=m) for m in modes]
+        return [c for c in out if self.check_legal(c, gpu) is None]
+
     def render(self, cfg: KernelConfig) -> str:
-        if cfg.tile_k != 64:
-            raise ValueError("ws-hopper needs tile_k = 64 (128-byte swizzled rows)")
-        ab = "f16" if cfg.dtype == "fp16" else "bf16"
+        if not self.tile_ok(cfg):
+            raise ValueError(self.tile_reason())
+        ab = {"fp16": "f16", "bf16": "bf16", "fp8": "e4m3"}[cfg.dtype]
         return source.assemble(
             cfg,
             "hopper.cu",
             _wgmma_fn(cfg.tile_n, ab),
+            ESZ=self.element_bytes(cfg),
+            FP8=int(cfg.dtype == "fp8"),
+            SPLIT_K=cfg.split_k,
+            STREAM_K=int(cfg.stream_k),
             NWG=self.consumer_warpgroups(cfg),
             WG_M=self.warpgroup_rows(cfg),
             THREADS=self.threads(cfg),
@@ -168,13 +255,16 @@ class WsHopper(Family):
 
 
 def _wgmma_fn(bn: int, ab: str) -> str:
+    """``wgmma_tile``: one m64nBNk16 (16-bit, K-major operands: transpose flags 0) or
+    m64nBNk32 (e4m3, which has no transpose flags) into ``d``; both read 32 bytes of K."""
     n = bn // 2
     regs = ", ".join(f"%{i}" for i in range(n))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(n))
+    shape, flags = ("k32", "1, 1") if ab == "e4m3" else ("k16", "1, 1, 0, 0")
     return (
         f"__device__ __forceinline__ void wgmma_tile(float (&d)[{n}], u64 da, u64 db) {{\n"
         f'  asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{n + 2}, 0;\\n"\n'
-        f'    "wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{ab}.{ab} {{{regs}}}, %{n}, %{n + 1}, p, 1, 1, 0, 0;\\n}}\\n"\n'
+        f'    "wgmma.mma_async.sync.aligned.m64n{bn}{shape}.f32.{ab}.{ab} {{{regs}}}, %{n}, %{n + 1}, p, {flags};\\n}}\\n"\n'
         f'    : {outs}\n'
         f'    : "l"(da), "l"(db), "r"(1));\n'
         "}\n"

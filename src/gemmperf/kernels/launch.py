@@ -9,7 +9,10 @@ Buffer contract, the same for every family:
 ``pad_k`` (``kernels.family``) rounds K up to a multiple of 8 elements so that every row starts on a
 16-byte boundary (TMA and cp.async need it); what lies between K (or N) and the leading
 dimension is never read nor written. bf16/fp16 for ws-hopper and ws-ampere (C has the
-input's type), fp32 for simt.
+input's type), fp32 for simt; fp8 (e4m3) for ws-hopper, whose rows pad to 16 elements,
+with bf16 C and a per-tensor scale of A and of B (``GemmRunner.scales``).
+ws-hopper's split-K and stream-K launches also take an fp32 workspace and 32-bit
+counters that are zero between launches (``Workspace``).
 
 ``cuda.core`` compiles; the launch goes through ``cuLaunchKernelEx`` because the
 ws-hopper kernels take CUtensorMap parameters by value, which ``cuda.core.launch``
@@ -29,7 +32,7 @@ from ..problem import DTYPE_BYTES, KernelConfig
 from .builder import compile_source
 from .driver import CudaError, check, compute_arch
 from .families import family_of
-from .family import pad_k
+from .family import pad_k, work_units
 from .source import read
 
 POISON16 = 0x7FFF  # NaN in bf16 and in fp16
@@ -111,6 +114,7 @@ def _util_functions(arch: str):
             mod,
             check(cu.cuModuleGetFunction(mod, b"fill16")),
             check(cu.cuModuleGetFunction(mod, b"fill32")),
+            check(cu.cuModuleGetFunction(mod, b"fill8")),
         )
     return _UTIL[arch]
 
@@ -136,9 +140,13 @@ def launch_raw(func, grid, block, smem, stream, values) -> None:
 
 
 def fill_random(buf: DeviceBuffer, rows: int, cols: int, ld: int, dtype: str, seed: int, arch: str, stream=0):
-    _, f16, f32 = _util_functions(arch)
+    _, f16, f32, f8 = _util_functions(arch)
     grid = min(65535, max(1, (rows * ld + 255) // 256))
-    if dtype == "fp32":
+    if dtype == "fp8":
+        vals = [ctypes.c_uint64(buf.ptr), ctypes.c_longlong(rows), ctypes.c_int(cols), ctypes.c_int(ld),
+                ctypes.c_uint32(seed & 0xFFFFFFFF)]
+        launch_raw(f8, grid, 256, 0, stream, vals)
+    elif dtype == "fp32":
         vals = [ctypes.c_uint64(buf.ptr), ctypes.c_longlong(rows), ctypes.c_int(cols), ctypes.c_int(ld),
                 ctypes.c_uint32(seed & 0xFFFFFFFF)]
         launch_raw(f32, grid, 256, 0, stream, vals)
@@ -155,11 +163,9 @@ def tensor_map(ptr: int, rows: int, cols: int, ld: int, box_rows: int, box_cols:
     """A 2-D TMA descriptor for a row-major ``rows x cols`` matrix with 128-byte swizzle."""
     from cuda.bindings import driver as cu
 
-    dt = (
-        cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-        if dtype == "fp16"
-        else cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-    )
+    types = cu.CUtensorMapDataType
+    dt = {"fp16": types.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, "bf16": types.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+          "fp8": types.CU_TENSOR_MAP_DATA_TYPE_UINT8}[dtype]
     esize = int(DTYPE_BYTES[dtype])
     tmap = check(
         cu.cuTensorMapEncodeTiled(
@@ -184,25 +190,32 @@ def tensor_map(ptr: int, rows: int, cols: int, ld: int, box_rows: int, box_cols:
 # ------------------------------------------------------------------ launching
 
 
-def work_units(config: KernelConfig, m: int, n: int) -> int:
-    """Tiles of C, or with clusters, cluster-shaped groups of tiles."""
-    units_m = -(-(-(-m // config.tile_m)) // config.cluster_m)
-    units_n = -(-(-(-n // config.tile_n)) // config.cluster_n)
-    return units_m * units_n
-
-
-def grid_size(config: KernelConfig, m: int, n: int, sms: int, max_clusters: int | None = None) -> int:
-    """CTAs of the launch: one per tile (per cluster of tiles, times the cluster size);
-    persistent, at most one per SM (``persistent_ctas`` if set), and with clusters at
-    most ``max_clusters`` clusters, the number that fit on the GPU at once."""
+def work_items(config: KernelConfig, m: int, n: int, k: int) -> int:
+    """What the launch's CTAs (clusters) share out: units times the K splits, or with
+    stream-K the (unit, k-block) iterations."""
     units = work_units(config, m, n)
+    if config.stream_k:
+        return units * -(-k // config.tile_k)
+    return units * config.split_k
+
+
+def grid_size(config: KernelConfig, m: int, n: int, sms: int, max_clusters: int | None = None,
+              k: int | None = None) -> int:
+    """CTAs of the launch: one per work item (a tile, or a cluster of tiles times the
+    cluster size; times the K splits); persistent, at most one per SM
+    (``persistent_ctas`` if set), with clusters at most ``max_clusters`` clusters, the
+    number that fit on the GPU at once, and never more than there are items
+    (stream-K's items are its iterations, so ``k`` is needed)."""
+    if config.stream_k and k is None:
+        raise ValueError("stream-K's grid depends on K")
+    items = work_items(config, m, n, k if k is not None else config.tile_k)
     size = config.cluster_size
     if not config.persistent:
-        return max(1, units) * size
+        return max(1, items) * size
     limit = (config.persistent_ctas or sms) // size
     if max_clusters is not None:
         limit = min(limit, max_clusters)
-    return max(1, min(units, limit)) * size
+    return max(1, min(items, limit)) * size
 
 
 def max_active_clusters(kernel) -> int | None:
@@ -230,12 +243,54 @@ def check_ldc(cfg: KernelConfig, n: int, ldc: int) -> None:
         raise ValueError(f"the TMA epilogue needs C's rows padded to 16 bytes (ldc = {ldc}, N = {n})")
 
 
+# Per-tensor scales of A and B an fp8 runner applies unless told otherwise: not powers of
+# two, so a kernel that forgets one is caught by verification.
+FP8_SCALES = (0.75, 1.25)
+
+
+@dataclass
+class Workspace:
+    """What a split-K / stream-K launch needs beside A, B and C: an fp32 workspace for
+    partial tiles and 32-bit arrival counters, zero between launches (each launch leaves
+    them zero). Sized by the family for a launch of ``ctas`` CTAs."""
+
+    ws: DeviceBuffer | None
+    counters: DeviceBuffer | None
+
+    @classmethod
+    def for_launch(cls, kernel, m: int, n: int, ctas: int) -> Workspace:
+        from cuda.bindings import driver as cu
+
+        family, cfg = family_of(kernel.config), kernel.config
+        nbytes = family.workspace_bytes(cfg, m, n, ctas)
+        count = family.counter_count(cfg, m, n)
+        if not nbytes and not count:
+            return cls(None, None)
+        ws, counters = DeviceBuffer(nbytes), DeviceBuffer(4 * count)
+        check(cu.cuMemsetD32(counters.ptr, 0, counters.nbytes // 4))
+        return cls(ws, counters)
+
+    @property
+    def pointers(self) -> tuple[int, int]:
+        return (self.ws.ptr if self.ws else 0, self.counters.ptr if self.counters else 0)
+
+    def free(self) -> None:
+        for b in (self.ws, self.counters):
+            if b is not None:
+                b.free()
+
+
 def kernel_args(kernel, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int,
-                lda: int | None = None, ldb: int | None = None, ldc: int | None = None) -> list:
+                lda: int | None = None, ldb: int | None = None, ldc: int | None = None,
+                workspace: tuple[int, int] = (0, 0), scales: tuple[float, float] = (1.0, 1.0)) -> list:
+    """The kernel's arguments. ``workspace``: the (workspace, counters) pointers a
+    split-K / stream-K kernel needs (``Workspace``); ``scales``: fp8's per-tensor scales
+    of A and B (read by fp8 kernels only)."""
     cfg = kernel.config
     family = family_of(cfg)
-    lda = pad_k(k) if lda is None else lda
-    ldb = pad_k(k) if ldb is None else ldb
+    esize = DTYPE_BYTES[cfg.dtype]
+    lda = pad_k(k, esize) if lda is None else lda
+    ldb = pad_k(k, esize) if ldb is None else ldb
     ldc = family.c_ld(cfg, n) if ldc is None else ldc
     if family.tma_operands:
         # each CTA of a cluster loads its slice of a shared operand tile
@@ -246,8 +301,11 @@ def kernel_args(kernel, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: i
             tmc = tensor_map(c_ptr, m, n, ldc, 16, 64, cfg.out_dtype)  # one warp's box
         else:
             tmc = (ctypes.c_uint64 * 16)()  # not read by the direct epilogue
+        if family.shares_k(cfg) and not all(workspace):
+            raise ValueError(f"{cfg.key()} needs a workspace and counters (launch.Workspace)")
         return [tma, tmb, tmc, ctypes.c_uint64(c_ptr), ctypes.c_int(m), ctypes.c_int(n), ctypes.c_int(k),
-                ctypes.c_int(ldc)]
+                ctypes.c_int(ldc), ctypes.c_uint64(workspace[0]), ctypes.c_uint64(workspace[1]),
+                ctypes.c_float(scales[0]), ctypes.c_float(scales[1])]
     if ldc != n:
         raise ValueError(f"{family.name} writes C with leading dimension N ({n}), not {ldc}")
     return [ctypes.c_uint64(a_ptr), ctypes.c_uint64(b_ptr), ctypes.c_uint64(c_ptr), ctypes.c_int(m),
@@ -302,28 +360,40 @@ class LaunchPlan:
         check(cu.cuLaunchKernelEx(cfg, self.func, ctypes.addressof(self._arr), 0))
 
 
+def launch_grid(kernel, m: int, n: int, k: int, sms: int) -> int:
+    """CTAs of ``kernel``'s launch on this GPU (``grid_size`` with the clusters that fit)."""
+    return grid_size(kernel.config, m, n, sms, max_active_clusters(kernel), k)
+
+
 def launch_plan(kernel, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int, *, sms: int,
-                lda: int | None = None, ldb: int | None = None, ldc: int | None = None) -> LaunchPlan:
-    """The launch of ``kernel`` on device pointers laid out as the module docstring says."""
+                lda: int | None = None, ldb: int | None = None, ldc: int | None = None,
+                workspace: tuple[int, int] = (0, 0), scales: tuple[float, float] = (1.0, 1.0)) -> LaunchPlan:
+    """The launch of ``kernel`` on device pointers laid out as the module docstring says
+    (``kernel_args`` says what ``workspace`` and ``scales`` are)."""
     if min(m, n, k) < 1:
         raise ValueError("M, N and K must be >= 1")
-    args = kernel_args(kernel, a_ptr, b_ptr, c_ptr, m, n, k, lda, ldb, ldc)
-    grid = grid_size(kernel.config, m, n, sms, max_active_clusters(kernel))
+    args = kernel_args(kernel, a_ptr, b_ptr, c_ptr, m, n, k, lda, ldb, ldc, workspace, scales)
+    grid = launch_grid(kernel, m, n, k, sms)
     return LaunchPlan(kernel.function(), grid, kernel.threads, kernel.dynamic_smem, kernel.config.cluster_size, args)
 
 
 def launch(kernel, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int, stream=0, *,
-           sms: int | None = None, lda: int | None = None, ldb: int | None = None, ldc: int | None = None) -> None:
+           sms: int | None = None, lda: int | None = None, ldb: int | None = None, ldc: int | None = None,
+           workspace: tuple[int, int] = (0, 0), scales: tuple[float, float] = (1.0, 1.0)) -> None:
     """One launch of ``kernel`` on device pointers laid out as the module docstring says."""
     sms = num_sms() if sms is None else sms
-    launch_plan(kernel, a_ptr, b_ptr, c_ptr, m, n, k, sms=sms, lda=lda, ldb=ldb, ldc=ldc)(stream)
+    launch_plan(kernel, a_ptr, b_ptr, c_ptr, m, n, k, sms=sms, lda=lda, ldb=ldb, ldc=ldc, workspace=workspace,
+                scales=scales)(stream)
 
 
 class GemmRunner:
-    """Owns A, B and C (plus a poisoned guard after C) for one kernel and one shape.
-    ``ldc`` overrides C's leading dimension (default ``Family.c_ld``)."""
+    """Owns A, B and C (plus a poisoned guard after C), and a split-K / stream-K
+    kernel's workspace, for one kernel and one shape. ``ldc`` overrides C's leading
+    dimension (default ``Family.c_ld``); ``scales`` are fp8's per-tensor scales of A and B
+    (default FP8_SCALES)."""
 
-    def __init__(self, kernel, m: int, n: int, k: int, *, device: int = 0, stream=0, ldc: int | None = None):
+    def __init__(self, kernel, m: int, n: int, k: int, *, device: int = 0, stream=0, ldc: int | None = None,
+                 scales: tuple[float, float] | None = None):
         if min(m, n, k) < 1:
             raise ValueError("M, N and K must be >= 1")
         ensure_context(device)
@@ -334,16 +404,24 @@ class GemmRunner:
         self.out_dtype = cfg.out_dtype
         self.esize = int(DTYPE_BYTES[self.in_dtype])
         self.osize = int(DTYPE_BYTES[self.out_dtype])
-        self.lda = self.ldb = pad_k(k)
+        self.lda = self.ldb = pad_k(k, self.esize)
         self.ldc = family_of(cfg).c_ld(cfg, n) if ldc is None else ldc
         check_ldc(cfg, n, self.ldc)
+        self.scales = (scales or FP8_SCALES) if self.in_dtype == "fp8" else (1.0, 1.0)
         self.sms = num_sms(device)
         self.arch = kernel.arch
         self.A = DeviceBuffer(m * self.lda * self.esize)
         self.B = DeviceBuffer(n * self.ldb * self.esize)
         self.C = DeviceBuffer((m * self.ldc + GUARD_ELEMS) * self.osize)
-        self.plan = launch_plan(kernel, self.A.ptr, self.B.ptr, self.C.ptr, m, n, k, sms=self.sms,
-                                lda=self.lda, ldb=self.ldb, ldc=self.ldc)
+        self.workspace = Workspace.for_launch(kernel, m, n, launch_grid(kernel, m, n, k, self.sms))
+        self.plan = self.plan_for(self.A.ptr, self.B.ptr)
+
+    def plan_for(self, a_ptr: int, b_ptr: int) -> LaunchPlan:
+        """A launch of this runner's kernel on other A and B (same shape and layout) into
+        this runner's C, with its workspace and scales."""
+        return launch_plan(self.kernel, a_ptr, b_ptr, self.C.ptr, self.m, self.n, self.k, sms=self.sms,
+                           lda=self.lda, ldb=self.ldb, ldc=self.ldc, workspace=self.workspace.pointers,
+                           scales=self.scales)
 
     # -- data
     def fill(self, seed: int) -> None:
@@ -415,6 +493,7 @@ class GemmRunner:
     def close(self) -> None:
         for b in (self.A, self.B, self.C):
             b.free()
+        self.workspace.free()
 
     def __enter__(self):
         return self
@@ -423,8 +502,23 @@ class GemmRunner:
         self.close()
 
 
+def _e4m3_table() -> np.ndarray:
+    """float64 value of each of the 256 e4m3 codes (NaN at 0x7F and 0xFF): sign, 4
+    exponent bits (bias 7, subnormal at 0), 3 mantissa bits, no infinities."""
+    code = np.arange(256)
+    exp, man = (code >> 3) & 15, (code & 7).astype(np.float64)
+    mag = np.where(exp == 0, man / 8 * 2.0**-6, (1 + man / 8) * 2.0 ** (exp - 7.0))
+    mag[(code & 0x7F) == 0x7F] = np.nan
+    return np.where(code & 0x80, -mag, mag)
+
+
+E4M3 = _e4m3_table()
+
+
 def decode(raw: np.ndarray, dtype: str) -> np.ndarray:
     """Raw bytes or bit patterns -> float64."""
+    if dtype == "fp8":
+        return E4M3[np.ascontiguousarray(raw).view(np.uint8)]
     if dtype == "bf16":
         bits = np.ascontiguousarray(raw).view(np.uint16).astype(np.uint32) << 16
         return bits.view(np.float32).astype(np.float64)

@@ -39,7 +39,7 @@ def defines(cfg: KernelConfig, **extra: int) -> str:
         "RASTER": RASTER_IDS[cfg.raster],
         "MODE": MODE_IDS[cfg.mode],
         "GROUP_M": cfg.group_m,
-        "OUT_FP16": int(cfg.dtype == "fp16"),
+        "OUT_FP16": int(cfg.out_dtype == "fp16"),
     }
     values.update(extra)
     for key, value in values.items():

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...kernels.family import pad_k
+from ...kernels.family import K_ALIGN_ELEMS
 from ...problem import DEFAULT_GROUP_M
 from ...kernels.source import RASTER_IDS
 from ..columns import ceil_div
@@ -143,11 +143,14 @@ def cta_bytes(tile_m, tile_n, tile_k, cluster_m, cluster_n, in_bytes, sf_bytes_p
 def line_shares(k, in_bytes):
     """(share of rows off their 128-byte line, share off their 32-byte sector).
 
-    A and B rows are pad_k(K) elements apart, so the pitch p = pad_k(K)*b is a multiple
+    A and B rows are pad_k(K, b) elements apart, so the pitch p = pad_k(K, b)*b is a multiple
     of 16 bytes but not always of the 128-byte line: row r starts at r*p mod 128, which is
     0 for a share gcd(p, 128)/128 of the rows and on a 32-byte sector for a share
     gcd(p, 32)/32: 1 - gcd(p, 128)/128 and 1 - gcd(p, 32)/32."""
-    pitch = pad_k(np.asarray(k, dtype=np.int64)) * np.asarray(in_bytes).astype(np.int64)
+    b = np.asarray(in_bytes, dtype=np.float64)
+    align = np.maximum(K_ALIGN_ELEMS, np.ceil(16.0 / b)).astype(np.int64)  # kernels.family.k_align
+    k = np.asarray(k, dtype=np.int64)
+    pitch = ((k + align - 1) // align * align * b).astype(np.int64)
     return 1.0 - np.gcd(pitch, 128) / 128.0, 1.0 - np.gcd(pitch, 32) / 32.0
 
 
