@@ -9,7 +9,8 @@ import time
 def tasks(n=12):
     return [dict(m=64 * (i + 1), n=64, k=64, family="simt", dtype="fp32", tile_m=64, tile_n=64, tile_k=16,
                  stages=2, cluster_m=1, cluster_n=1, persistent=False, raster="row", mode="full", epilogue="direct",
-                 schedule="cooperative", group_m=8, persistent_ctas=0) for i in range(n)]
+                 schedule="cooperative", group_m=8, persistent_ctas=0, split_k=1, stream_k=False)
+            for i in range(n)]
 
 
 class Fake:
