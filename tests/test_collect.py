@@ -144,3 +144,71 @@ def test_presets_measure_their_picks_and_the_new_dimensions_in_a_few_variants():
     # families without the new dimensions measure what they always did
     assert len(sweep_configs("ws-ampere", CATALOG["a100-sxm4-80gb"], "bf16", "small")) == 1
     assert sweep_configs("ws-hopper", h100, "bf16", "default") == get_family("ws-hopper").default_sweep(h100)
+
+
+def test_presets_measure_split_k_and_stream_k_where_a_shape_has_fewer_tiles_than_sms():
+    from gemmperf.bench.collect import tasks_for
+    from gemmperf.bench.journal import task_key
+    from gemmperf.hardware import CATALOG
+    from gemmperf.problem import Shape
+
+    h100 = CATALOG["h100-sxm5-80gb"]
+    skinny, square = Shape(64, 7168, 2048), Shape(4096, 4096, 4096)
+    for preset in ("default", "medium", "small"):
+        tasks = tasks_for([skinny, square], h100, ["ws-hopper"], "bf16", preset)
+        assert len({task_key(t) for t in tasks}) == len(tasks)  # the journal tells them apart
+        shared = [t for t in tasks if t["split_k"] > 1 or t["stream_k"]]
+        assert shared and all((t["m"], t["n"], t["k"]) == (64, 7168, 2048) for t in shared), preset
+        for t in shared:
+            tiles = -(-64 // t["tile_m"]) * -(-7168 // t["tile_n"])
+            assert tiles < h100.sms and t["epilogue"] == "tma" and t["schedule"] == "cooperative"
+            if t["split_k"] > 1:
+                assert tiles * t["split_k"] <= 2 * h100.sms and t["split_k"] <= 2048 // t["tile_k"]
+                assert not t["persistent"] and t["raster"] == "row"
+            else:
+                assert t["persistent"] and t["raster"] == "grouped"
+        # every tile of shared_k_configs makes fewer than 132 tiles here: each has stream-K
+        assert {(t["tile_m"], t["tile_n"]) for t in shared if t["stream_k"]} == {
+            (64, 128), (64, 256), (128, 128), (128, 256)}
+        # 64x128 makes 56 tiles: splits 2 (112 CTAs) to 4 (224 <= 264), never 6 (336)
+        assert sorted(t["split_k"] for t in shared if (t["tile_m"], t["tile_n"], t["stream_k"]) == (64, 128, False)) \
+            == [2, 3, 4]
+    assert not [t for t in tasks_for([skinny], h100, ["ws-hopper"], "bf16", "paper") if t["split_k"] > 1
+                or t["stream_k"]]
+    # one k-block per tile: nothing to share
+    one_k = tasks_for([Shape(64, 7168, 64)], h100, ["ws-hopper"], "bf16", "small")
+    assert not [t for t in one_k if t["split_k"] > 1 or t["stream_k"]]
+
+
+def test_fp8_is_measured_by_the_families_that_take_it_and_the_others_are_skipped():
+    from gemmperf.bench.collect import dtype_skips, tasks_for
+    from gemmperf.errors import UserError
+    from gemmperf.hardware import CATALOG
+    from gemmperf.problem import Shape
+
+    h100 = CATALOG["h100-sxm5-80gb"]
+    every = ["ws-hopper", "ws-ampere", "simt"]
+    assert dtype_skips(h100, every, "fp8") == {"ws-ampere": "ws-ampere takes bf16 or fp16, not fp8"}
+    assert dtype_skips(h100, every, "bf16") == {}
+    for preset in ("paper", "small", "medium", "default"):
+        tasks = tasks_for([Shape(512, 512, 512)], h100, every, "fp8", preset)
+        hopper = [t for t in tasks if t["family"] == "ws-hopper"]
+        assert hopper and {(t["dtype"], t["tile_k"]) for t in hopper} == {("fp8", 128)}, preset
+        assert {t["family"] for t in tasks} <= {"ws-hopper", "simt"}
+    with pytest.raises(UserError, match="--dtype fp8: no kernel of ws-ampere takes it"):
+        tasks_for([Shape(512, 512, 512)], h100, ["ws-ampere"], "fp8", "small")
+
+
+def test_collect_fp8_skips_the_families_without_fp8_in_one_line(testlist, tmp_path):
+    out, calls = tmp_path / "m.csv", tmp_path / "calls"
+    run = gemmperf("collect", "--gpu", GPU, "--testlist", str(testlist), "--out", str(out), "--families",
+                   "ws-hopper,ws-ampere", "--dtype", "fp8", "--preset", "paper",
+                   env={"GEMMPERF_MEASURE_STANDIN": "test_sweep_fakes:standin", "GEMMPERF_TEST_CALLS": str(calls)})
+    assert run.returncode == 0, run.stderr
+    assert "collect: skipping ws-ampere: ws-ampere takes bf16 or fp16, not fp8\n" in run.stderr
+    measured = rows(out)
+    assert measured and {(r["family"], r["dtype"], r["tile_k"]) for r in measured} == {("ws-hopper", "fp8", "128")}
+    run = gemmperf("collect", "--gpu", GPU, "--testlist", str(testlist), "--out", str(out), "--families",
+                   "ws-ampere", "--dtype", "fp8")
+    assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+    assert "--dtype fp8: no kernel of ws-ampere takes it (ws-ampere takes bf16 or fp16, not fp8)" in run.stderr

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from ..bench.collect import PRESETS, STANDIN_ENV, run_collect
+from ..bench.collect import KERNEL_DTYPES, PRESETS, STANDIN_ENV, dtype_skips, run_collect
 from ..bench.journal import RETRIED
 from ..errors import UserError
 from ..problem import FAMILIES
@@ -24,6 +25,12 @@ reason names the file. Failed rows ({', '.join(RETRIED)}) are measured again wit
 --retry-failed, their old rows kept in the journal as history. Without a CUDA driver or
 GPU collect stops with one line (exit 2); {STANDIN_ENV}=module:function replaces the
 GPU by a stand-in measure function (tests).
+
+--dtype is the tensor-core families' input dtype (simt computes fp32 whatever it is):
+bf16, fp16, or fp8 (e4m3, ws-hopper only; bf16 output). A family with no kernel for
+the dtype is skipped with a line saying so (ws-ampere under fp8); asking only for such
+families is an error. Presets default, medium and small also measure split-K and
+stream-K where a shape has fewer tiles than the GPU has SMs (bench.collect.shared_k_picks).
 """
 
 EPILOG = """\
@@ -32,6 +39,7 @@ examples:
   gemmperf collect --testlist testlists/llm.csv --out llm.1-of-4.csv --shard 1/4 \\
       --journal journal/llm.1-of-4.csv
   gemmperf collect --testlist testlists/squares.csv --out squares.csv --retry-failed
+  gemmperf collect --testlist testlists/dsv3.csv --out dsv3-fp8.csv --families ws-hopper --dtype fp8 --preset medium
 """
 
 
@@ -51,6 +59,8 @@ def cmd_collect(a) -> int:
     families = parse_families(a.families)
     if a.limit < 0:
         raise UserError(f"--limit {a.limit}: expected 0 (no limit) or a positive count")
+    for family, why in dtype_skips(gpu, families, a.dtype).items():
+        print(f"collect: skipping {family}: {why}", file=sys.stderr)
     counts, n_tasks, written = run_collect(
         gpu, a.testlist, a.out, families, a.dtype, a.preset, parse_shard(a.shard), warm_l2=a.warm_l2,
         rel_spread=a.rel_spread, max_seconds=a.max_seconds, timeout_s=a.timeout, limit=a.limit,
@@ -71,7 +81,8 @@ def add_parsers(sub) -> None:
                    help=f"measure again the configurations whose row is a failure ({', '.join(RETRIED)})")
     p.add_argument("--gpu", default="auto", help="hardware.json of this GPU, or auto (probe)")
     p.add_argument("--families", default=",".join(FAMILIES), help="comma-separated kernel families, e.g. ws-hopper,simt")
-    p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"), help="tensor-core input dtype")
+    p.add_argument("--dtype", default="bf16", choices=KERNEL_DTYPES,
+                   help="tensor-core input dtype (default bf16; fp8: e4m3, ws-hopper only), e.g. --dtype fp8")
     p.add_argument("--preset", default="default", choices=PRESETS,
                    help="which configurations per problem: default (the family's sweep), medium, paper, small")
     p.add_argument("--shard", default="0/1", help="i/n: measure the i-th of n shards of the problems (0-based)")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
+from ..bench.collect import KERNEL_DTYPES, dtype_skips
 from ..bench.microbench import run_microbench
 from ..problem import FAMILIES
 from .resolve import parse_families, resolve_gpu
@@ -25,7 +27,10 @@ example:
 
 def cmd_microbench(a) -> int:
     gpu = resolve_gpu(a.gpu)
-    n = run_microbench(gpu, a.out, parse_families(a.families), a.dtype)
+    families = parse_families(a.families)
+    for family, why in dtype_skips(gpu, families, a.dtype).items():
+        print(f"microbench: skipping {family}: {why}", file=sys.stderr)
+    n = run_microbench(gpu, a.out, families, a.dtype)
     print(f"wrote {n} microbenchmark rows to {a.out}")
     return 0
 
@@ -37,5 +42,6 @@ def add_parsers(sub) -> None:
     p.add_argument("--out", required=True, help="microbenchmark CSV")
     p.add_argument("--gpu", default="auto", help="hardware.json of this GPU, or auto (probe)")
     p.add_argument("--families", default=",".join(FAMILIES), help="comma-separated kernel families, e.g. ws-hopper,simt")
-    p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"), help="tensor-core input dtype")
+    p.add_argument("--dtype", default="bf16", choices=KERNEL_DTYPES,
+                   help="tensor-core input dtype (default bf16; fp8: e4m3, ws-hopper only), e.g. --dtype fp8")
     p.set_defaults(func=cmd_microbench)

@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 
 from ..errors import UserError
-from ..kernels import families_on, get_family
+from ..kernels import FAMILY_OBJECTS, families_on, get_family
 from ..kernels.builder import build_all
 from ..problem import DEFAULT_GROUP_M, KernelConfig, Shape, read_testlist, shard
 from .device import local_arch, measurement_context
@@ -22,6 +22,9 @@ from .sweep import run_sweep
 
 PRESETS = ("default", "medium", "paper", "small")
 STANDIN_ENV = "GEMMPERF_MEASURE_STANDIN"
+# the tensor-core input dtypes some kernel compiles for (--dtype of collect and microbench;
+# simt computes fp32 whichever is asked): bf16, fp16, fp8
+KERNEL_DTYPES = tuple(sorted({d for f in FAMILY_OBJECTS.values() if f.tensor_cores for d in f.dtypes}))
 COMPILE_JOBS = max(1, min(8, (os.cpu_count() or 2) // 2))  # NVRTC processes compiling at once
 
 
@@ -29,8 +32,9 @@ def sweep_configs(family: str, gpu, dtype: str, preset: str = "default") -> list
     """The configurations measured for each problem.
 
     default: the family's default sweep (Family.default_sweep).
-    paper: the paper's evaluation tilings, TM and TN in {64, 128} (TK as the family
-        allows), 4 stages where legal, non-persistent; no cluster, direct epilogue.
+    paper: the paper's evaluation tilings, TM and TN in {64, 128} (TK 64, 16 for simt,
+        or the family's only tile K of the dtype: 128 for fp8), 4 stages where legal,
+        non-persistent; no cluster, direct epilogue.
     medium: for families with a ``medium_grid`` (ws-hopper), every legal tile with 4
         stages and the most that fit (at most 6), non-persistent row raster and
         persistent grouped raster; other families as ``small``.
@@ -38,14 +42,18 @@ def sweep_configs(family: str, gpu, dtype: str, preset: str = "default") -> list
     medium and small measure each pick as it was before issue 15 (no cluster, direct
     epilogue, cooperative) and, where the family has them and they are legal, with the
     TMA-store epilogue and with the TMA-store epilogue on 2x1 clusters.
+    default, medium and small also measure split-K and stream-K on the shapes where they
+    pay (few tiles): ``shared_k_picks``, added per shape by ``tasks_for``; paper does not.
     """
     fam = get_family(family)
     if preset == "default":
         return fam.default_sweep(gpu, dtype)
     configs = [c for c in fam.legal_configs(gpu, dtype) if _baseline(c)]
     if preset == "paper":
+        tks = {c.tile_k for c in configs}
+        tk = min(tks & {16, 64}, default=min(tks, default=0))
         keep = [c for c in configs if c.tile_m in (64, 128) and c.tile_n in (64, 128) and not c.persistent
-                and c.raster == "row" and c.tile_k in (16, 64) and c.stages == fam.bench_stages]
+                and c.raster == "row" and c.tile_k == tk and c.stages == fam.bench_stages]
         return keep
     if preset == "medium" and fam.medium_grid:
         top = {}
@@ -81,13 +89,62 @@ def _with_variants(fam, gpu, picks: list[KernelConfig]) -> list[KernelConfig]:
     return picks + [c for c in extra if fam.check_legal(c, gpu) is None]
 
 
+def shared_k_picks(configs: list[KernelConfig], gpu, shape: Shape) -> list[KernelConfig]:
+    """The split-K and stream-K configurations among ``configs`` (a family's
+    ``shared_k_configs``) that the presets measure on ``shape``.
+
+    Sharing a tile's K among CTAs pays only when the tiles alone leave SMs idle, so a
+    configuration is measured only where its tile count T = ceil(M / TM) * ceil(N / TN)
+    is below the GPU's SMs; then, with KT = ceil(K / TK) k-blocks per tile,
+    - split-K S when S <= KT (every split has a k-block) and T * S <= 2 * SMs (the
+      splits fill the GPU at most twice over; more CTAs only add partial tiles to reduce);
+    - stream-K when KT >= 2 (a tile has k-blocks to share; its persistent CTAs then share
+      the T * KT iterations evenly, whatever T is).
+    """
+    picks = []
+    for c in configs:
+        tiles = -(-shape.m // c.tile_m) * -(-shape.n // c.tile_n)
+        k_blocks = -(-shape.k // c.tile_k)
+        if tiles >= gpu.sms:
+            continue
+        if c.stream_k and k_blocks >= 2:
+            picks.append(c)
+        elif c.split_k > 1 and c.split_k <= k_blocks and tiles * c.split_k <= 2 * gpu.sms:
+            picks.append(c)
+    return picks
+
+
+def dtype_skips(gpu, families: list[str], dtype: str) -> dict[str, str]:
+    """Family -> why it is skipped: those among ``families`` that run on ``gpu`` but have
+    no kernel for ``dtype`` (ws-ampere and fp8), with the family's dtypes as the reason.
+    A UserError when no family asked for is left, or when the only family asked for is
+    skipped: then the user asked for something no kernel does."""
+    runs = families_on(gpu, families)
+    skips = {f.name: f"{f.dtype_reason()}, not {dtype}" for f in runs if f.dtype_for(dtype) not in f.dtypes}
+    if runs and len(skips) == len(runs):
+        raise UserError(f"--dtype {dtype}: no kernel of {', '.join(families)} takes it ({'; '.join(skips.values())})")
+    return skips
+
+
+def families_for(gpu, families: list[str], dtype: str) -> list:
+    """The families among ``families`` that run on ``gpu`` and take ``dtype`` (simt
+    computes fp32 whichever dtype is asked); see ``dtype_skips``."""
+    skips = dtype_skips(gpu, families, dtype)
+    return [f for f in families_on(gpu, families) if f.name not in skips]
+
+
 def tasks_for(shapes: list[Shape], gpu, families: list[str], dtype: str, preset: str) -> list[dict]:
-    """Tasks ordered by shape, so the worker reuses its input buffers."""
-    per_family = {f.name: sweep_configs(f.name, gpu, f.dtype_for(dtype), preset) for f in families_on(gpu, families)}
+    """Tasks ordered by shape, so the worker reuses its input buffers: each shape with
+    each family's ``sweep_configs`` and, except for the paper preset, its
+    ``shared_k_picks``. Families without a kernel for ``dtype`` are left out
+    (``dtype_skips``)."""
+    fams = families_for(gpu, families, dtype)
+    per_family = {f.name: sweep_configs(f.name, gpu, f.dtype_for(dtype), preset) for f in fams}
+    shared = {f.name: [] if preset == "paper" else f.shared_k_configs(gpu, f.dtype_for(dtype)) for f in fams}
     tasks = []
     for s in shapes:
         for family, configs in per_family.items():
-            for c in configs:
+            for c in configs + shared_k_picks(shared[family], gpu, s):
                 tasks.append({"m": s.m, "n": s.n, "k": s.k, **c.as_dict()})
     return tasks
 

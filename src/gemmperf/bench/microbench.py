@@ -22,9 +22,9 @@ from cuda.bindings import driver as cu
 
 from ..errors import UserError
 from ..kernels.launch import DeviceBuffer, ensure_context
-from ..kernels import check_legal, families_on
+from ..kernels import check_legal
 from ..problem import DTYPE_BYTES, KernelConfig
-from .collect import measurer, table_rows
+from .collect import families_for, measurer, table_rows
 from .sweep import run_sweep
 from .timing import check, time_kernel
 
@@ -34,11 +34,15 @@ EXTRA_COLUMNS = ("kind", "k_stages", "ctas", "bytes", "flops")
 
 
 def microbench_tasks(gpu, families: list[str], dtype: str) -> list[dict]:
+    """The kernel rows of every family among ``families`` that runs on ``gpu`` and takes
+    ``dtype`` (collect.families_for); a tile whose K the dtype does not have is timed at
+    the dtype's tile K (fp8: 128)."""
     tasks = []
-    for fam in families_on(gpu, families):
+    for fam in families_for(gpu, families, dtype):
         fd = fam.dtype_for(dtype)
+        ks = sorted({t[2] for t in fam.tiles(fd)})
         for tm, tn, tk in fam.microbench_tiles:
-            cfg = KernelConfig(fam.name, fd, tm, tn, tk, fam.bench_stages)
+            cfg = KernelConfig(fam.name, fd, tm, tn, tk if tk in ks else ks[0], fam.bench_stages)
             if check_legal(cfg, gpu) is not None:
                 continue
             for mode in KINDS:
