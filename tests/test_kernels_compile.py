@@ -146,3 +146,25 @@ def test_parse_ptxas():
            "ptxas         .     8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n")
     p = builder.parse_ptxas(log)
     assert (p["registers"], p["static_smem"], p["stack_frame"], p["spill_stores"], p["spill_loads"]) == (168, 16896, 8, 4, 12)
+
+
+def test_the_compile_command_covers_split_k_stream_k_and_fp8(monkeypatch, capsys):
+    """`python3 -m gemmperf.kernels compile` compiles what the presets may measure: the
+    default sweep, the split-K / stream-K configurations, and both in fp8 (a stub build)."""
+    import argparse
+    import types
+
+    from gemmperf.kernels import __main__ as kmain
+
+    built = []
+    resources = types.SimpleNamespace(spills=0, stack_frame=0)
+    monkeypatch.setattr(kmain, "build", lambda cfg, arch: built.append(cfg) or types.SimpleNamespace(
+        resources=resources))
+    assert kmain.compile_sweep(argparse.Namespace(gpu="h100-sxm5-80gb", all_modes=False)) == 0
+    hopper = get_family("ws-hopper")
+    keys = {c.key() for c in built}
+    assert len(keys) == len(built)
+    for dtype in ("bf16", "fp8"):
+        assert {c.key() for c in hopper.default_sweep(H100, dtype)} <= keys
+        assert {c.key() for c in hopper.shared_k_configs(H100, dtype)} <= keys
+    assert f"{len(built)} configurations for sm_90a" in capsys.readouterr().out

@@ -166,9 +166,17 @@ def selftest(args) -> int:
 
 
 def compile_sweep(args) -> int:
+    """Compile for ``--gpu``'s architecture what the presets may measure: each family's
+    default sweep, its split-K / stream-K configurations (``shared_k_configs``), and for
+    a family with fp8 both again in fp8; report the kernels that spill."""
     gpu = CATALOG[args.gpu]
     modes = tuple(MODES) if args.all_modes else ("full",)
     configs = sweep_for_gpu(gpu, modes)
+    for fam in map(get_family, dict.fromkeys(c.family for c in sweep_for_gpu(gpu))):
+        configs += fam.shared_k_configs(gpu, None, modes)
+        if "fp8" in fam.dtypes:
+            configs += fam.default_sweep(gpu, "fp8", modes) + fam.shared_k_configs(gpu, "fp8", modes)
+    configs = list({c.key(): c for c in configs}.values())
     bad = 0
     t0 = time.time()
     for cfg in configs:
