@@ -152,3 +152,30 @@ def test_stage_hash_follows_the_imports(tmp_path):
     assert {s for s in before if after[s] != again[s]} == uses_kernels
     assert {"collect", "predict"} <= uses_kernels and "merge" not in uses_kernels
     assert "gemmperf.kernels.families" in stagehash.stage_modules("predict", root)  # legality decides the configs
+
+
+# ------------------------------------------------------------ fp8 over several families
+
+
+def test_fp8_testlist_predicts_and_optimizes_the_families_that_take_it(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # descriptor defaults
+    (tmp_path / "t.csv").write_text("m,n,k\n256,256,256\n64,7168,2048\n")
+    every = "ws-hopper,ws-ampere,simt"
+    code, _, err = run(capsys, "predict", "--gpu", "h100-sxm5-80gb", "--testlist", "t.csv", "--families", every,
+                       "--dtype", "fp8", "--model", "sol,ws-pipelined", "--output", "p.csv")
+    assert code == 0, err
+    import polars as pl
+
+    pred = pl.read_csv(tmp_path / "p.csv")
+    assert set(zip(pred["family"], pred["dtype"])) == {("ws-hopper", "fp8"), ("simt", "fp32")}
+    assert set(pred.filter(pl.col("family") == "ws-hopper")["tile_k"]) == {128}
+    code, _, err = run(capsys, "optimize", "--gpu", "h100-sxm5-80gb", "--testlist", "t.csv", "--family", every,
+                       "--dtype", "fp8", "--out", "o.csv")
+    assert code == 0, err
+    assert "optimize: skipping ws-ampere: ws-ampere takes bf16 or fp16, not fp8\n" in err
+    tilings = pl.read_csv(tmp_path / "o.csv")
+    assert sorted(set(zip(tilings["family"], tilings["dtype"]))) == [("simt", "fp32"), ("ws-hopper", "fp8")]
+    code, _, err = run(capsys, "optimize", "--gpu", "h100-sxm5-80gb", "--testlist", "t.csv", "--family",
+                       "ws-ampere", "--dtype", "fp8", "--out", "o.csv")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "--dtype fp8: no kernel of ws-ampere takes it (ws-ampere takes bf16 or fp16, not fp8)" in err

@@ -16,15 +16,18 @@ from .tables import CORRECTED_MODEL
 
 def candidate_table(shapes: list[Shape], gpu: GPU, families: list[str], dtype: str) -> pl.DataFrame:
     """Every shape with the default sweep of each family that runs on ``gpu`` (in the
-    dtype the family computes for ``dtype``)."""
+    dtype the family computes for ``dtype``); a family with no kernel for that dtype
+    (ws-ampere and fp8) adds nothing."""
     frames = []
     for family in families_on(gpu, families):
         fd = family.dtype_for(dtype)
         configs = family.default_sweep(gpu, fd)
+        if not configs:
+            continue
         fam_shapes = [Shape(s.m, s.n, s.k, fd) for s in shapes]
         frames.append(cfgs.cross(fam_shapes, configs))
     if not frames:
-        raise UserError(f"none of the families {families} runs on {gpu.slug}")
+        raise UserError(f"none of the families {', '.join(families)} runs on {gpu.slug} in {dtype}")
     return pl.concat(frames, how="vertical_relaxed")
 
 

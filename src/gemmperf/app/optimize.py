@@ -156,8 +156,21 @@ def _measurements(a, gpu, path: Path):
     return meas
 
 
+def _taking_dtype(fams: list[str], dtype: str) -> list[str]:
+    """The families among ``fams`` with a kernel for ``dtype`` (simt computes fp32 for
+    any); the others are skipped with a line on stderr, and none left is an error."""
+    keep = [f for f in fams if get_family(f).dtype_for(dtype) in get_family(f).dtypes]
+    reasons = [f"{get_family(f).dtype_reason()}, not {dtype}" for f in fams if f not in keep]
+    if not keep:
+        raise UserError(f"--dtype {dtype}: no kernel of {', '.join(fams)} takes it ({'; '.join(reasons)})")
+    for reason in reasons:
+        print(f"optimize: skipping {reason.split(' ', 1)[0]}: {reason}", file=sys.stderr)
+    return keep
+
+
 def optimize_testlist(a, gpu, pset, fams) -> int:
     path = Path(a.testlist)
+    fams = _taking_dtype(fams, a.dtype)
     shapes = read_testlist(path, a.dtype)
     for s in shapes:
         _check_shape(s, gpu, f"{path}: ")

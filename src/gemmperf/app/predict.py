@@ -124,7 +124,7 @@ def _table(a, gpu):
         table, lines = configs.read_configs(a.input, with_lines=True)
         return table, lambda i: where(a.input, lines[i])
     if a.testlist:
-        shapes = read_testlist(a.testlist)
+        shapes = read_testlist(a.testlist, a.dtype)
         table = candidate_table(shapes, gpu, parse_families(a.families), a.dtype)
         print(f"{table.height} legal configurations of {len(shapes)} shapes", file=sys.stderr)
         return table, lambda i: f"{a.testlist}: {table['m'][i]}x{table['n'][i]}x{table['k'][i]}"
