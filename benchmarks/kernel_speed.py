@@ -1,12 +1,16 @@
 """Kernel speed next to cuBLAS on the same GPU, in the same process (GPU machine).
 
 For each shape (default: 4096^3, 8192^3, testlists/dsv3.csv and the testlists/llm.csv
-shapes with M >= 128) in bf16:
+shapes with M >= 128; ``--decode``: the decode testlist and the llm shapes with M <= 64)
+in bf16, or with ``--dtype fp8`` in fp8 e4m3 (per-tensor scales, bf16 out; default
+shapes the squares and dsv3):
 
 1. cuBLAS first (cool) timing: after an idle pause, a short block of
-   ``torch.matmul(A, B.T)`` launches, the way a one-off benchmark times it.
-2. Selection: every candidate configuration of each family gets a short block; the
-   fastest is verified on the shape (sampled elements against float64, poisoned output,
+   ``torch.matmul(A, B.T)`` launches (fp8: ``torch._scaled_mm(A, B.T, scale_a,
+   scale_b, out_dtype=bf16)``), the way a one-off benchmark times it.
+2. Selection: every candidate configuration of each family gets a short block (ws-hopper's
+   split-K and stream-K candidates only on shapes whose tiles do not fill the SMs:
+   ``WsHopper.shares_k_usefully``); the fastest is verified on the shape (sampled elements against float64, poisoned output,
    guard after C); a wrong one is printed as WRONG, never counted, and the next fastest
    is verified instead.
 3. Interleaved rounds: the verified ws-hopper winner and cuBLAS alternate (ours first in
@@ -53,6 +57,10 @@ def _hop(tm, tn, stages, cluster=(1, 1), persistent=True, raster="grouped", **kw
     return KC("ws-hopper", "bf16", tm, tn, 64, stages, cluster[0], cluster[1], persistent, raster, **kw)
 
 
+def _split(tm, tn, stages, split_k, **kw) -> KC:
+    return KC("ws-hopper", "bf16", tm, tn, 64, stages, split_k=split_k, epilogue="tma", **kw)
+
+
 # ws-hopper: the large tiles with clusters and the TMA-store epilogue that win on big
 # shapes (benchmarks/kernel_ablation.py), smaller tiles and ping-pong for small M or N,
 # and the direct epilogue; every persistent one is also tried on the balanced grid
@@ -71,6 +79,15 @@ CANDIDATES = {
         _hop(128, 64, 8),
         _hop(64, 256, 4),
         _hop(128, 256, 4, (2, 1), False, "row", epilogue="tma"),
+        # skinny C (decode): small tiles, K split among CTAs or shared by stream-K (tried
+        # only where the tiles do not fill the SMs)
+        _hop(64, 128, 6, epilogue="tma"),
+        _hop(64, 256, 4, epilogue="tma"),
+        _hop(64, 64, 8, epilogue="tma"),
+        *(_split(tm, tn, st, s) for tm, tn, st in ((64, 64, 8), (64, 128, 6), (64, 256, 4), (128, 128, 4))
+          for s in (2, 3, 4, 6, 8, 16)),
+        *(_hop(tm, tn, st, epilogue="tma", stream_k=True) for tm, tn, st in ((64, 128, 6), (64, 256, 4),
+                                                                            (128, 256, 4))),
     ],
     "ws-ampere": [
         KC("ws-ampere", "bf16", 128, 128, 64, 3),
@@ -85,11 +102,27 @@ CANDIDATES = {
 
 SQUARES = ((4096, 4096, 4096), (8192, 8192, 8192))
 LLM_MIN_M = 128
+DECODE_MAX_M = 64
+# fp8 (e4m3): the same candidates in 1-byte types (tile K 128); cuBLAS's side is
+# torch._scaled_mm with per-tensor scales, as the runner's (launch.FP8_SCALES)
+DTYPES = ("bf16", "fp8")
+
+
+def candidates(family: str, dtype: str) -> list[KC]:
+    """The family's candidates in ``dtype``: ws-hopper's in fp8 have tile K 128; the
+    other families have no fp8 kernel."""
+    if dtype == "bf16":
+        return CANDIDATES[family]
+    if family != "ws-hopper":
+        return []
+    return [c.replace(dtype=dtype, tile_k=get_family(family).tile_k_for(dtype)) for c in CANDIDATES[family]]
 COOL_MS = 20.0  # the cool cuBLAS block: short, so the power controller has not reacted yet
 SELECT_WARM_MS, SELECT_MS = 20.0, 30.0  # per candidate in the selection phase
 LAUNCH_PROBE = 16  # warm-up launches whose CPU issue time is measured
 LAUNCH_BOUND = 0.9  # CPU issue time / GPU time per launch at or above which a figure is marked *
 MAX_LAUNCHES = 100_000
+GRAPH_BELOW_MS = 0.1  # kernels shorter than this are timed in CUDA graphs (Graphed), both sides
+GRAPH_MS, GRAPH_MAX = 2.0, 256  # GPU time of one graph, most kernels in one
 SHAPE_OVERHEAD_S = 0.4  # per shape beside the timed blocks: allocation, fills, verification
 REASONS = {  # NVML clock-event reason bits (nvmlClocksEventReason*)
     0x1: "idle", 0x2: "app-clocks", 0x4: "sw-power-cap", 0x8: "hw-slowdown", 0x10: "sync-boost",
@@ -108,31 +141,38 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     return tuple(int(p) for p in parts)
 
 
-def read_testlist(path: Path, min_m: int = 1) -> list[tuple[int, int, int]]:
-    """The (m, n, k) rows of a testlist CSV with m >= min_m."""
+def read_testlist(path: Path, min_m: int = 1, max_m: int | None = None) -> list[tuple[int, int, int]]:
+    """The (m, n, k) rows of a testlist CSV with min_m <= m (<= max_m); '#' lines are
+    comments."""
     out = []
     with path.open() as fh:
-        for line, row in enumerate(csv.DictReader(fh), start=2):
-            shape = []
-            for col in ("m", "n", "k"):
-                raw = (row.get(col) or "").strip()
-                if not raw.isdigit() or int(raw) < 1:
-                    raise UserError(f"{path}:{line}: column {col} = {raw!r}: not a positive integer")
-                shape.append(int(raw))
-            if shape[0] >= min_m:
-                out.append(tuple(shape))
+        numbered = [(i, t) for i, t in enumerate(fh, start=1) if t.strip() and not t.lstrip().startswith("#")]
+    for (line, _), row in zip(numbered[1:], csv.DictReader(t for _, t in numbered)):
+        shape = []
+        for col in ("m", "n", "k"):
+            raw = (row.get(col) or "").strip()
+            if not raw.isdigit() or int(raw) < 1:
+                raise UserError(f"{path}:{line}: column {col} = {raw!r}: not a positive integer")
+            shape.append(int(raw))
+        if shape[0] >= min_m and (max_m is None or shape[0] <= max_m):
+            out.append(tuple(shape))
     return out
 
 
-def shape_lists(shapes: list[str] | None, dsv3: bool = True, llm: bool = True) -> dict[str, list]:
-    """The named shape lists to run: the --shapes given, or the squares, dsv3 and llm."""
+def shape_lists(shapes: list[str] | None, dsv3: bool = True, llm: bool = True, decode: bool = False,
+                squares: bool = True) -> dict[str, list]:
+    """The named shape lists to run: the --shapes given, or the squares, dsv3 and llm
+    (M >= 128); ``decode``: the decode testlist and the llm shapes with M <= 64."""
     if shapes:
         return {"shapes": [parse_shape(s) for s in shapes]}
-    lists = {"square": list(SQUARES)}
+    lists = {"square": list(SQUARES)} if squares else {}
     if dsv3:
         lists["dsv3"] = read_testlist(ROOT / "testlists" / "dsv3.csv")
     if llm:
         lists["llm"] = read_testlist(ROOT / "testlists" / "llm.csv", min_m=LLM_MIN_M)
+    if decode:
+        lists["decode"] = read_testlist(ROOT / "testlists" / "decode.csv", max_m=DECODE_MAX_M)
+        lists["llm-decode"] = read_testlist(ROOT / "testlists" / "llm.csv", max_m=DECODE_MAX_M)
     return lists
 
 
@@ -309,8 +349,12 @@ class BlockTimer:
 
     def run(self, launch, n_warm: int, n: int, read: bool = True) -> dict:
         """``n_warm`` untimed launches, then ``n`` timed ones: ms per launch, the CPU's issue
-        time per launch (first warm-up launches, queue empty), the GPU state near the end."""
+        time per launch (first warm-up launches, queue empty), the GPU state near the end.
+        A ``launch`` with ``per_call`` > 1 (a ``Graphed`` one) runs that many kernels a
+        call: it is called n / per_call times, and the figures are per kernel."""
         cu, check = self.cu, self.check
+        per_call = getattr(launch, "per_call", 1)
+        n_warm, n = -(-n_warm // per_call), max(1, -(-n // per_call))
         probe, cpu_ms, t0 = max(1, min(LAUNCH_PROBE, n_warm)), 0.0, time.perf_counter()
         for i in range(n_warm):
             launch()
@@ -326,13 +370,65 @@ class BlockTimer:
         check(cu.cuEventSynchronize(self.mark))
         state = self.telemetry.read() if read else {}  # the last eighth of the block still runs
         check(cu.cuEventSynchronize(self.end))
-        ms = float(check(cu.cuEventElapsedTime(self.start, self.end))) / n
-        return {"ms": ms, "launches": n, "warmup": n_warm, "launch_cpu_ms": cpu_ms,
-                "launch_bound": cpu_ms >= LAUNCH_BOUND * ms, **state}
+        ms = float(check(cu.cuEventElapsedTime(self.start, self.end))) / (n * per_call)
+        cpu_ms /= per_call
+        return {"ms": ms, "launches": n * per_call, "warmup": n_warm * per_call, "launch_cpu_ms": cpu_ms,
+                "graphed": per_call > 1, "launch_bound": cpu_ms >= LAUNCH_BOUND * ms, **state}
 
     def calibrate(self, launch) -> float:
         """ms of one launch: one untimed launch (first-call set-up), three timed."""
         return self.run(launch, 1, 3, read=False)["ms"]
+
+
+class Graphed:
+    """``per_call`` launches captured in one CUDA graph; a call replays the graph. Short
+    GEMMs (decode shapes: a few microseconds) are timed this way on both sides, so what
+    is timed is the GPU, not Python issuing launches."""
+
+    def __init__(self, replay, per_call: int, keep=None):
+        self.replay, self.per_call, self.keep = replay, per_call, keep
+
+    @classmethod
+    def of_plan(cls, plans: list, stream: int, count: int) -> Graphed:
+        """``count`` launches of gemmperf LaunchPlans, cycling through ``plans`` (input
+        copies), captured on a stream of their own, replayed on ``stream``."""
+        from cuda.bindings import driver as cu
+
+        from gemmperf.kernels.driver import check
+
+        cap = check(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value))
+        check(cu.cuStreamBeginCapture(cap, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))
+        for i in range(count):
+            plans[i % len(plans)](cap)
+        graph = check(cu.cuStreamEndCapture(cap))
+        exe = check(cu.cuGraphInstantiate(graph, 0))
+        check(cu.cuStreamDestroy(cap))
+        return cls(lambda: check(cu.cuGraphLaunch(exe, stream)), count, keep=(graph, exe))
+
+    @classmethod
+    def of_torch(cls, torch, launch, count: int) -> Graphed:
+        """``launch`` (torch work) ``count`` times in a torch CUDA graph, replayed on the
+        current stream."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                launch()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(count):
+                launch()
+        torch.cuda.synchronize()
+        return cls(graph.replay, count, keep=graph)
+
+    def __call__(self) -> None:
+        self.replay()
+
+
+def graph_count(ms: float) -> int:
+    """Kernels per graph for a kernel of ``ms``: about GRAPH_MS of GPU time a graph."""
+    return max(1, min(GRAPH_MAX, round(GRAPH_MS / max(ms, 1e-6))))
 
 
 class Cublas:
@@ -340,25 +436,37 @@ class Cublas:
     ours: uniform in [-1, 1) in float32, rounded to bf16 (``fill.cu``). The data moves
     the power a GEMM draws, and on a power-limited card its clock: ``torch.rand`` in
     bf16 (``data="torch-bf16"``, what this benchmark used before) draws 8-bit
-    mantissas, whose products toggle fewer bits than full ones."""
+    mantissas, whose products toggle fewer bits than full ones. fp8: the same values
+    rounded to e4m3, ``torch._scaled_mm(A, B.T, scale_a, scale_b, out_dtype=bf16)``
+    with the per-tensor scales our fp8 runner uses (cuBLASLt's fp8 GEMM)."""
 
-    def __init__(self, torch, m: int, n: int, k: int, data: str = "uniform"):
-        self.torch = torch
-        self.a = self.draw(m, k, data)
-        self.bt = self.draw(n, k, data).t()
+    def __init__(self, torch, m: int, n: int, k: int, data: str = "uniform", dtype: str = "bf16", copies: int = 1):
+        self.torch, self.dtype, self.i = torch, dtype, 0
+        self.pairs = [(self.draw(m, k, data), self.draw(n, k, data).t()) for _ in range(copies)]
+        if dtype == "fp8":
+            from gemmperf.kernels.launch import FP8_SCALES
+
+            self.scales = [torch.tensor(s, device="cuda", dtype=torch.float32) for s in FP8_SCALES]
         torch.cuda.synchronize()
 
     def draw(self, rows: int, cols: int, data: str):
         torch = self.torch
         if data == "torch-bf16":
             return torch.rand(rows, cols, device="cuda", dtype=torch.bfloat16) * 2 - 1
-        return (torch.rand(rows, cols, device="cuda", dtype=torch.float32) * 2 - 1).to(torch.bfloat16)
+        kind = torch.float8_e4m3fn if self.dtype == "fp8" else torch.bfloat16
+        return (torch.rand(rows, cols, device="cuda", dtype=torch.float32) * 2 - 1).to(kind)
 
     def launch(self) -> None:
-        self.torch.matmul(self.a, self.bt)
+        a, bt = self.pairs[self.i % len(self.pairs)]
+        self.i += 1
+        if self.dtype == "fp8":
+            self.torch._scaled_mm(a, bt, scale_a=self.scales[0], scale_b=self.scales[1], out_dtype=self.torch.bfloat16)
+        else:
+            self.torch.matmul(a, bt)
 
     def close(self) -> None:
-        del self.a, self.bt
+        self.pairs = []
+        self.__dict__.pop("launch", None)  # a Graphed launch holds the tensors too
         self.torch.cuda.empty_cache()
 
 
@@ -388,7 +496,7 @@ def balanced_grid(kern, shape: tuple, sms: int):
     from gemmperf.kernels.launch import max_active_clusters, work_units
 
     cfg = kern.config
-    if not cfg.persistent or cfg.persistent_ctas:
+    if not cfg.persistent or cfg.persistent_ctas or cfg.stream_k:
         return None
     size = cfg.cluster_size
     full = min(sms // size, max_active_clusters(kern) or sms)
@@ -400,21 +508,70 @@ def balanced_grid(kern, shape: tuple, sms: int):
 
 
 def select(timer: BlockTimer, kernels: list, shape: tuple, t_est: float | None,
-           sms: int | None = None) -> list[tuple[float, object]]:
+           sms: int | None = None, l2_bytes: int | None = None) -> list[tuple[float, object]]:
     """(ms per launch, kernel) of every candidate, fastest first; each on a short block;
     with the GPU's ``sms``, persistent candidates also on their balanced grid."""
     from gemmperf.kernels.launch import GemmRunner
 
     if sms:
+        kernels = [kern for kern in kernels
+                   if get_family(kern.config.family).shares_k_usefully(kern.config, *shape, sms)]
         kernels = kernels + [b for b in (balanced_grid(kern, shape, sms) for kern in kernels) if b is not None]
     out = []
     for kern in kernels:
         with GemmRunner(kern, *shape, stream=timer.stream) as run:
             run.fill(int.from_bytes(os.urandom(4), "little"))
-            t = t_est if t_est else timer.calibrate(run.launch)
-            res = timer.run(run.launch, launches_for(SELECT_WARM_MS, t, 2), launches_for(SELECT_MS, t, 3), read=False)
+            copies = Copies(run, copies_for(*shape, run.esize, l2_bytes))
+            try:
+                t = t_est if t_est else timer.calibrate(copies)
+                launch = short_launch(copies, timer, t)
+                res = timer.run(launch, launches_for(SELECT_WARM_MS, t, 2), launches_for(SELECT_MS, t, 3),
+                                read=False)
+            finally:
+                copies.close()
         out.append((res["ms"], kern))
     return sorted(out, key=lambda x: x[0])
+
+
+class Copies:
+    """Launches of a GemmRunner's kernel cycling through ``count`` copies of A and B
+    (its own first), so that with enough copies every launch reads its operands from
+    DRAM, as a decode step reads weights that do not stay in L2 (``--cold-l2``)."""
+
+    def __init__(self, run, count: int):
+        from gemmperf.kernels.launch import DeviceBuffer, fill_random
+
+        self.run, self.buffers, plans = run, [], [run.plan]
+        for i in range(count - 1):
+            a, b = DeviceBuffer(run.A.nbytes), DeviceBuffer(run.B.nbytes)
+            fill_random(a, run.m, run.k, run.lda, run.in_dtype, 11 + 2 * i, run.arch, run.stream)
+            fill_random(b, run.n, run.k, run.ldb, run.in_dtype, 12 + 2 * i, run.arch, run.stream)
+            self.buffers += [a, b]
+            plans.append(run.plan_for(a.ptr, b.ptr))
+        self.plans, self.i = plans, 0
+
+    def __call__(self) -> None:
+        self.plans[self.i % len(self.plans)](self.run.stream)
+        self.i += 1
+
+    def close(self) -> None:
+        for b in self.buffers:
+            b.free()
+
+
+def copies_for(m: int, n: int, k: int, esize: float, l2_bytes: int | None) -> int:
+    """Input copies covering three times the L2 (1 without ``l2_bytes``: hot L2)."""
+    if not l2_bytes:
+        return 1
+    return max(1, min(64, -(-3 * l2_bytes // int((m + n) * k * esize))))
+
+
+def short_launch(launcher: Copies, timer: BlockTimer, t_ms: float):
+    """``launcher``'s launches, in a CUDA graph (``Graphed``) when one launch takes under
+    GRAPH_BELOW_MS."""
+    if t_ms >= GRAPH_BELOW_MS:
+        return launcher
+    return Graphed.of_plan(launcher.plans, timer.stream, graph_count(t_ms))
 
 
 def verified_winner(ranked: list, shape: tuple, stream: int):
@@ -457,28 +614,44 @@ def measure_shape(timer: BlockTimer, torch, kernels: dict, shape: tuple, opts) -
     m, n, k = shape
     flops = 2.0 * m * n * k
     row = {"shape": f"{m}x{n}x{k}", "flops": flops, "cublas_tflops": None, "cublas": {}}
-    ref = Cublas(torch, m, n, k) if torch else None
+    l2 = getattr(opts, "l2_bytes", None) if getattr(opts, "cold_l2", False) else None
+    dtype = getattr(opts, "dtype", "bf16")
+    ref = Cublas(torch, m, n, k, dtype=dtype, copies=copies_for(m, n, k, 1 if dtype == "fp8" else 2, l2)) \
+        if torch else None
     t_ref = None
     try:
         if ref:
-            time.sleep(opts.cool_pause)
+            try:
+                t_ref = timer.calibrate(ref.launch)
+            except RuntimeError as err:  # e.g. cuBLASLt's fp8 wants N and K in multiples of 16
+                row["cublas"]["refused"] = str(err).splitlines()[0]
+                print(f"  cuBLAS refused {m}x{n}x{k}: {row['cublas']['refused']}", flush=True)
+                ref.close()
+                ref = None
+        if ref:
             t_ref = timer.calibrate(ref.launch)
+            if t_ref < GRAPH_BELOW_MS:  # both sides in CUDA graphs: the GPU's time, not Python's
+                ref.launch = Graphed.of_torch(torch, ref.launch, graph_count(t_ref))
+                t_ref = timer.calibrate(ref.launch)
+            time.sleep(opts.cool_pause)
             cool = figure([timer.run(ref.launch, 2, launches_for(COOL_MS, t_ref, 3))], flops)
             row["cublas"]["cool"], row["cublas_tflops"] = cool, cool["tflops"]
         for i, (fam, kerns) in enumerate(kernels.items()):
-            ranked = select(timer, kerns, shape, t_ref if i == 0 else None, getattr(opts, "sms", None))
+            ranked = select(timer, kerns, shape, t_ref if i == 0 else None, getattr(opts, "sms", None), l2)
             won, wrong = verified_winner(ranked, shape, timer.stream)
             if won is None:
                 row[fam] = {"config": None, "tflops": None, "ok": False, "wrong": wrong}
                 continue
             ms, kern, run, res = won
+            copies = Copies(run, copies_for(*shape, run.esize, l2))
+            launch = short_launch(copies, timer, ms)
             try:
                 if i == 0:  # the headline family, cool like cuBLAS: after the same pause, a short block
                     time.sleep(opts.cool_pause)
-                    cool_ours = figure([timer.run(run.launch, 2, launches_for(COOL_MS, ms, 3))], flops)
+                    cool_ours = figure([timer.run(launch, 2, launches_for(COOL_MS, ms, 3))], flops)
                 if i == 0 and opts.rounds:  # the headline family: interleaved with cuBLAS
                     t = t_ref or ms
-                    sides = {"ours": run.launch, **({"cublas": ref.launch} if ref else {})}
+                    sides = {"ours": launch, **({"cublas": ref.launch} if ref else {})}
                     got = interleave(timer, sides, launches_for(opts.warmup_ms, t, 2),
                                      launches_for(opts.block_ms, t, 3), opts.rounds)
                     ours = figure(got["ours"], flops)
@@ -491,6 +664,7 @@ def measure_shape(timer: BlockTimer, torch, kernels: dict, shape: tuple, opts) -
                 else:
                     row[fam] = family_entry(kern, res, flops / ms / 1e9, ranked, flops, wrong)
             finally:
+                copies.close()
                 run.close()
     finally:
         if ref:
@@ -599,18 +773,29 @@ def markdown(rows: list[dict], tags: dict, fams: list[str], summary: dict, notes
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="kernel_speed.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Time the best configuration of each kernel family against cuBLAS (torch.matmul, bf16) "
+        description="Time the best configuration of each kernel family against cuBLAS (torch.matmul in bf16, "
+                    "torch._scaled_mm in fp8) "
                     "on the local GPU: cuBLAS cool, then interleaved with the ws-hopper winner; clocks and power "
                     "next to every figure. Writes kernel_speed.json and kernel_speed.md under --out.",
         epilog="examples:\n"
                "  PYTHONPATH=src python3 benchmarks/kernel_speed.py --out $OUT           # squares, dsv3, llm (M >= 128)\n"
                "  PYTHONPATH=src python3 benchmarks/kernel_speed.py --shapes 4096x4096x4096 8192x8192x8192\n"
                "  PYTHONPATH=src python3 benchmarks/kernel_speed.py --no-dsv3 --no-llm --rounds 8\n"
-               "  PYTHONPATH=src python3 benchmarks/kernel_speed.py --families ws-hopper ws-ampere simt --no-llm")
+               "  PYTHONPATH=src python3 benchmarks/kernel_speed.py --families ws-hopper ws-ampere simt --no-llm\n"
+               "  PYTHONPATH=src python3 benchmarks/kernel_speed.py --decode --no-squares --no-dsv3 --no-llm\n"
+               "  PYTHONPATH=src python3 benchmarks/kernel_speed.py --dtype fp8              # squares and dsv3")
     p.add_argument("--shapes", nargs="*", metavar="MxNxK", help="only these shapes (default: 4096^3, 8192^3, "
                    "testlists/dsv3.csv and the testlists/llm.csv shapes with M >= 128)")
     p.add_argument("--no-dsv3", action="store_true", help="leave out testlists/dsv3.csv")
     p.add_argument("--no-llm", action="store_true", help="leave out testlists/llm.csv")
+    p.add_argument("--decode", action="store_true", help="add the decode shapes: testlists/decode.csv and the "
+                   f"testlists/llm.csv shapes with M <= {DECODE_MAX_M}")
+    p.add_argument("--no-squares", action="store_true", help="leave out 4096^3 and 8192^3")
+    p.add_argument("--cold-l2", action="store_true", help="both sides cycle through copies of A and B covering "
+                   "3x the L2, so operands come from DRAM as a decode step's weights do (default: the same "
+                   "A and B every launch)")
+    p.add_argument("--dtype", choices=DTYPES, default="bf16", help="input type (default bf16; fp8: e4m3 with "
+                   "per-tensor scales and bf16 out against torch._scaled_mm, default shapes squares and dsv3)")
     p.add_argument("--families", nargs="+", default=["ws-hopper"], choices=list(CANDIDATES), metavar="FAMILY",
                    help="families to time (default ws-hopper; the first is interleaved with cuBLAS): "
                    + ", ".join(CANDIDATES))
@@ -670,14 +855,17 @@ def load_torch():
     return torch
 
 
-def compile_candidates(families: list[str], gpu, arch: str) -> dict[str, list]:
-    """Each family's legal candidates, compiled once (in parallel, through the NVRTC disk cache)."""
+def compile_candidates(families: list[str], gpu, arch: str, dtype: str = "bf16") -> dict[str, list]:
+    """Each family's legal candidates in ``dtype``, compiled once (in parallel, through the
+    NVRTC disk cache)."""
     configs = {}
     for fam in families:
         if not get_family(fam).runs_on_arch(arch):
             print(f"{fam}: needs {get_family(fam).arch_rule}, this GPU is {arch}: skipped", flush=True)
             continue
-        for cfg in CANDIDATES[fam]:
+        if not candidates(fam, dtype):
+            print(f"{fam}: no {dtype} kernel: skipped", flush=True)
+        for cfg in candidates(fam, dtype):
             why = check_legal(cfg, gpu)
             if why:
                 print(f"{cfg.key()}: not legal here ({why}): skipped", flush=True)
@@ -737,7 +925,8 @@ def main(argv=None) -> int:
     t_start = time.monotonic()
     try:
         args = parse_args(argv)
-        lists = shape_lists(args.shapes, not args.no_dsv3, not args.no_llm)  # bad input fails before the GPU
+        lists = shape_lists(args.shapes, not args.no_dsv3, not args.no_llm and args.dtype == "bf16", args.decode,
+                            not args.no_squares)  # bad input fails before the GPU
         from gemmperf.hardware import probe
 
         gpu = probe(0)
@@ -756,11 +945,11 @@ def main(argv=None) -> int:
     if torch:
         info["torch"] = torch.__version__
     try:
-        kernels = compile_candidates(args.families, gpu, arch)
+        kernels = compile_candidates(args.families, gpu, arch, args.dtype)
     except UserError as err:
         print(f"kernel_speed: {err}", file=sys.stderr)
         return 2
-    args.sms = gpu.sms
+    args.sms, args.l2_bytes = gpu.sms, gpu.l2_bytes
     todo, skipped, notes = plan(args, lists, sum(map(len, kernels.values())), time.monotonic() - t_start)
     tags = tags_of(lists)
     stream = int(torch.cuda.current_stream().cuda_stream) if torch else 0
@@ -786,7 +975,7 @@ def main(argv=None) -> int:
     md = markdown(rows, tags, fams, summary, notes)
     for row in rows:
         row["lists"] = tags[row.pop("key")]
-    settings = {k: v for k, v in vars(args).items() if k not in ("out", "sms")}
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "sms", "l2_bytes")}
     write(Path(args.out), {"gpu": info, "arch": arch, "settings": settings, "rows": rows, "summary": summary,
                            "skipped": ["x".join(map(str, s)) for s in skipped + late], "notes": notes}, md)
     print(md, flush=True)

@@ -39,7 +39,8 @@ def rows(path):
 
 def key(r):
     return tuple(r[c] for c in ("m", "n", "k", "family", "tile_m", "tile_n", "stages", "cluster_m", "cluster_n",
-                                "persistent", "raster", "epilogue", "schedule", "group_m", "persistent_ctas"))
+                                "persistent", "raster", "epilogue", "schedule", "group_m", "persistent_ctas", "split_k",
+                                "stream_k"))
 
 
 def test_killed_sweep_resumes_to_the_same_rows(tmp_path):

@@ -153,7 +153,10 @@ def fake_torch(log):
 
 class FakeRunner:
     def __init__(self, kern, m, n, k, stream=0, log=None):
-        self.kern, self.log = kern, log
+        self.kern, self.log, self.stream, self.esize = kern, log, stream, 2
+
+    def plan(self, stream):
+        self.launch()
 
     def fill(self, seed):
         pass
@@ -297,3 +300,20 @@ def test_ablation_variants_are_legal_one_change_each_and_bad_input_is_one_line(t
                          env=env, timeout=60)
     assert res.returncode == 2 and res.stderr.startswith("kernel_ablation: no GPU")
     assert len(res.stderr.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
+
+
+def test_decode_lists_and_fp8_candidates(ks):
+    lists = ks.shape_lists(None, dsv3=False, llm=False, decode=True, squares=False)
+    assert set(lists) == {"decode", "llm-decode"}
+    assert all(m <= ks.DECODE_MAX_M for shapes in lists.values() for m, _, _ in shapes)
+    assert (1, 4096, 14336) in lists["llm-decode"] and len(lists["decode"]) == 60
+    fp8 = ks.candidates("ws-hopper", "fp8")
+    assert fp8 and all(c.dtype == "fp8" and c.tile_k == 128 for c in fp8)
+    assert ks.candidates("simt", "fp8") == []
+    assert any(c.split_k > 1 for c in fp8) and any(c.stream_k for c in fp8)
+
+
+def test_cold_l2_copies_cover_three_l2s(ks):
+    assert ks.copies_for(1, 4096, 4096, 2, None) == 1
+    assert ks.copies_for(1, 4096, 4096, 2, 50 * 2**20) == 5  # 32 MB a copy, 150 MB
+    assert ks.copies_for(1, 64, 64, 2, 50 * 2**20) == 64  # capped
