@@ -65,8 +65,9 @@ SWIZZLE_ROW_BYTES = 128
 # K splits the kernel implements (1: none): up to 16 CTAs per tile.
 SPLIT_KS = (1, 2, 3, 4, 6, 8, 16)
 # Tiles the presets measure with split-K and stream-K (shared_k_configs): the small ones
-# that make many tiles of a skinny C, and the two fastest large ones.
-SHARED_K_TILES = ((64, 128), (64, 256), (128, 128), (128, 256))
+# that make many tiles of a skinny C (64x64 and 64x128 won most decode shapes on the
+# H100, benchmarks/README.md), and the two fastest large ones.
+SHARED_K_TILES = ((64, 64), (64, 128), (64, 256), (128, 128), (128, 256))
 
 
 class WsHopper(Family):
@@ -229,6 +230,23 @@ class WsHopper(Family):
             out += [base.replace(split_k=s, mode=m) for s in self.split_ks if s > 1 for m in modes]
             out += [base.replace(persistent=True, raster="grouped", stream_k=True, mode=m) for m in modes]
         return [c for c in out if self.check_legal(c, gpu) is None]
+
+    def shares_k_usefully(self, cfg: KernelConfig, m: int, n: int, k: int, sms: int) -> bool:
+        """Whether a split-K / stream-K ``cfg`` is worth measuring on ``m x n x k``.
+        Sharing a tile's K pays only when the tiles alone leave SMs idle: T =
+        ceil(M / TM) * ceil(N / TN) < ``sms``; then, with KT = ceil(K / TK) k-blocks a tile,
+        split-K S when S <= KT (every split has a k-block) and T * S <= 2 * SMs (more
+        CTAs than two waves only add partial tiles to reduce), stream-K when KT >= 2.
+        Every other configuration: True."""
+        if not self.shares_k(cfg):
+            return True
+        tiles = -(-m // cfg.tile_m) * -(-n // cfg.tile_n)
+        k_blocks = -(-k // cfg.tile_k)
+        if tiles >= sms:
+            return False
+        if cfg.stream_k:
+            return k_blocks >= 2
+        return cfg.split_k <= k_blocks and tiles * cfg.split_k <= 2 * sms
 
     def render(self, cfg: KernelConfig) -> str:
         if not self.tile_ok(cfg):
