@@ -150,6 +150,7 @@ def test_presets_measure_split_k_and_stream_k_where_a_shape_has_fewer_tiles_than
     from gemmperf.bench.collect import tasks_for
     from gemmperf.bench.journal import task_key
     from gemmperf.hardware import CATALOG
+    from gemmperf.kernels import get_family
     from gemmperf.problem import Shape
 
     h100 = CATALOG["h100-sxm5-80gb"]
@@ -169,7 +170,7 @@ def test_presets_measure_split_k_and_stream_k_where_a_shape_has_fewer_tiles_than
                 assert t["persistent"] and t["raster"] == "grouped"
         # every tile of shared_k_configs makes fewer than 132 tiles here: each has stream-K
         assert {(t["tile_m"], t["tile_n"]) for t in shared if t["stream_k"]} == {
-            (64, 128), (64, 256), (128, 128), (128, 256)}
+            (c.tile_m, c.tile_n) for c in get_family("ws-hopper").shared_k_configs(h100)}
         # 64x128 makes 56 tiles: splits 2 (112 CTAs) to 4 (224 <= 264), never 6 (336)
         assert sorted(t["split_k"] for t in shared if (t["tile_m"], t["tile_n"], t["stream_k"]) == (64, 128, False)) \
             == [2, 3, 4]

@@ -89,29 +89,17 @@ def _with_variants(fam, gpu, picks: list[KernelConfig]) -> list[KernelConfig]:
     return picks + [c for c in extra if fam.check_legal(c, gpu) is None]
 
 
-def shared_k_picks(configs: list[KernelConfig], gpu, shape: Shape) -> list[KernelConfig]:
-    """The split-K and stream-K configurations among ``configs`` (a family's
-    ``shared_k_configs``) that the presets measure on ``shape``.
-
-    Sharing a tile's K among CTAs pays only when the tiles alone leave SMs idle, so a
-    configuration is measured only where its tile count T = ceil(M / TM) * ceil(N / TN)
-    is below the GPU's SMs; then, with KT = ceil(K / TK) k-blocks per tile,
-    - split-K S when S <= KT (every split has a k-block) and T * S <= 2 * SMs (the
-      splits fill the GPU at most twice over; more CTAs only add partial tiles to reduce);
-    - stream-K when KT >= 2 (a tile has k-blocks to share; its persistent CTAs then share
-      the T * KT iterations evenly, whatever T is).
+def shared_k_picks(fam, configs: list[KernelConfig], gpu, shape: Shape) -> list[KernelConfig]:
+    """The split-K and stream-K configurations among ``configs`` (the family's
+    ``shared_k_configs``) that the presets measure on ``shape``: those the family's rule
+    finds worth it (``WsHopper.shares_k_usefully``). Sharing a tile's K pays only when
+    the tiles alone leave SMs idle, so only where the tile count T = ceil(M / TM) *
+    ceil(N / TN) is below the GPU's SMs; then, with KT = ceil(K / TK) k-blocks a tile,
+    split-K S when S <= KT (every split has a k-block) and T * S <= 2 * SMs (the splits
+    fill the GPU at most twice over; more CTAs only add partial tiles to reduce), and
+    stream-K when KT >= 2 (its persistent CTAs then share the T * KT iterations evenly).
     """
-    picks = []
-    for c in configs:
-        tiles = -(-shape.m // c.tile_m) * -(-shape.n // c.tile_n)
-        k_blocks = -(-shape.k // c.tile_k)
-        if tiles >= gpu.sms:
-            continue
-        if c.stream_k and k_blocks >= 2:
-            picks.append(c)
-        elif c.split_k > 1 and c.split_k <= k_blocks and tiles * c.split_k <= 2 * gpu.sms:
-            picks.append(c)
-    return picks
+    return [c for c in configs if fam.shares_k_usefully(c, shape.m, shape.n, shape.k, gpu.sms)]
 
 
 def dtype_skips(gpu, families: list[str], dtype: str) -> dict[str, str]:
@@ -143,8 +131,8 @@ def tasks_for(shapes: list[Shape], gpu, families: list[str], dtype: str, preset:
     shared = {f.name: [] if preset == "paper" else f.shared_k_configs(gpu, f.dtype_for(dtype)) for f in fams}
     tasks = []
     for s in shapes:
-        for family, configs in per_family.items():
-            for c in configs + shared_k_picks(shared[family], gpu, s):
+        for fam in fams:
+            for c in per_family[fam.name] + shared_k_picks(fam, shared[fam.name], gpu, s):
                 tasks.append({"m": s.m, "n": s.n, "k": s.k, **c.as_dict()})
     return tasks
 
