@@ -20,9 +20,10 @@ rule all:
     default_target: True
 
 
-# ws-pipelined refitted with each effect switched off, for every GPU with measurements
-# (results/<gpu>/ablations.json): `snakemake --cores all ablations`. About 10 minutes on
-# 2 cores; config ablations: true also runs them and shows them in the report.
+# ws-pipelined refitted with each effect switched off, for every GPU (and dtype) with
+# measurements (results/<gpu>/ablations.json, results/<gpu>/<dtype>/ablations.json for a
+# dtype other than bf16): `snakemake --cores all ablations`. About 10 minutes on 2 cores;
+# config ablations: true also runs them and shows them in the report.
 rule ablations:
     input:
         ablation_outputs(),

@@ -262,6 +262,31 @@ def test_second_gpu_runs_only_its_own_chain(shipped_wf):
             assert path.startswith("results/h200-sxm-141gb/") or path == "results/index.html", path
 
 
+def test_a_second_dtype_runs_only_its_own_chain_like_a_gpu_without_measurements(shipped_wf):
+    # nothing of fp8 is shipped: its chain runs on descriptor defaults (no accuracy), the
+    # bf16 chain is left alone, the index lists both
+    bf16 = shipped_wf.root / "results" / SLUG
+    before = {p: p.stat().st_mtime_ns for p in bf16.rglob("*") if p.is_file() and "fp8" not in p.parts}
+    cfg = shipped_wf.config
+    cfg["dtypes"] = ["bf16", "fp8"]
+    shipped_wf.config = cfg
+    assert shipped_wf.pending() == {"fit_params": 1, "predict": len(LISTS), "optimize": len(LISTS), "report": 1,
+                                    "index": 1, "all": 1}
+    run = shipped_wf.run()
+    assert f"{SLUG}/fp8: catalog" in run.stdout + run.stderr
+    fp8 = bf16 / "fp8"
+    assert not (fp8 / "accuracy.json").exists() and (fp8 / "report" / "index.html").is_file()
+    tilings = (fp8 / "tilings" / "grid.csv").read_text().splitlines()
+    dtype = tilings[0].split(",").index("dtype")
+    assert {line.split(",")[dtype] for line in tilings[1:]} == {"fp8"}
+    page = (fp8 / "report" / "index.html").read_text()
+    assert "No fp8 measurements" in page and "nothing here was measured" in page
+    assert f"{SLUG}/fp8/report/index.html" in (shipped_wf.root / "results" / "index.html").read_text()
+    changed = [p for p, t in before.items() if p.stat().st_mtime_ns != t]
+    assert not changed, changed
+    assert shipped_wf.pending() == {}
+
+
 # ------------------------------------------------------------ a measured (fake) GPU
 
 
@@ -344,3 +369,16 @@ def test_library_change_reruns_the_stages_that_use_it(measured_wf):
         fh.write("\n# a change to the merge\n")
     jobs = measured_wf.pending()
     assert jobs.get("merge_shards") == len(LISTS) and "collect_shard" not in jobs, jobs
+
+
+def test_a_second_dtype_on_a_measured_gpu_measures_it_beside_the_first(measured_wf):
+    cfg = measured_wf.config
+    cfg["dtypes"] = ["bf16", "fp8"]
+    measured_wf.config = cfg
+    jobs = measured_wf.pending()
+    assert jobs == {"microbench": 1, "collect_shard": 4, "merge_shards": len(LISTS), "fit": 1, "accuracy": 1,
+                    "predict": len(LISTS), "optimize": len(LISTS), "report": 1, "index": 1, "all": 1}, jobs
+    dry = measured_wf.run("-n", "-p")
+    collects = [line for line in dry.stdout.splitlines() if "gemmperf collect" in line]
+    assert len(collects) == 4 and all("--dtype fp8" in line and f"results/{SLUG}/fp8/journal/" in line
+                                      for line in collects), collects

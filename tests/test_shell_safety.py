@@ -73,6 +73,8 @@ def no_file_x(work: Path) -> bool:
     ("fallback_gpu", "x;touch X;y", "config fallback_gpu = 'x;touch X;y'"),
     ("gpus", ["h100 backup"], "config gpus[0] = 'h100 backup'"),
     ("collect", {"presets": {"tiny$(touch X)": "small"}}, "config collect.presets"),
+    ("dtypes", ["bf16", "fp8; touch X #"], "config dtypes[1] = 'fp8; touch X #'"),
+    ("dtype", "$(touch X)", "config dtype = '$(touch X)'"),
 ])
 def test_a_config_value_with_shell_characters_stops_the_workflow_in_one_line(work, key, value, named):
     write_config(work, **{key: value})
@@ -154,13 +156,14 @@ def test_every_field_of_every_shell_command_is_quoted(path):
 
 def test_the_config_names_testlists_and_gpus_that_exist(work):
     cfg = yaml.safe_load((work / "test-config.yaml").read_text())
-    cfg |= {"dtype": "bf16", "collect": {"presets": {}}, "fallback_gpu": "h100-sxm5-80gb"}
+    cfg |= {"dtypes": ["bf16", "fp8"], "collect": {"presets": {}}, "fallback_gpu": "h100-sxm5-80gb"}
     check_config(cfg, work / "results")  # the fixture's config is fine
     for change, message in [
         ({"heldout_testlist": "nosuch"}, "config heldout_testlist = 'nosuch': not one of testlists (tiny, held)"),
         ({"collect": {"presets": {"nosuch": "small"}}}, "config collect.presets: 'nosuch' is not a testlist"),
         ({"fallback_gpu": "bogus"}, "config fallback_gpu = 'bogus': not a catalog GPU or shipped data"),
         ({"testlists": ["tiny", "nosuch"]}, "config testlists: 'nosuch' has no file"),
+        ({"dtype": "fp16"}, "config dtype = 'fp16' and dtypes = ['bf16', 'fp8']: give only dtypes"),
     ]:
         with pytest.raises(UserError) as err:
             check_config({**cfg, **change}, work / "results")

@@ -135,3 +135,23 @@ def test_killed_snakemake_collect_resumes_without_measuring_twice(wf):
     assert set(every) == set(keys)
     # only a task in flight at a kill (at most one per kill) was measured twice
     assert len(every) - len(set(every)) <= 2, sorted(k for k in every if every.count(k) > 1)
+
+
+def test_a_second_dtype_is_collected_into_its_own_folder_and_journal(wf):
+    root, env = wf
+    cfg = yaml.safe_load((root / "test-config.yaml").read_text())
+    cfg.update(dtypes=["bf16", "fp8"], families=["ws-hopper", "ws-ampere"])
+    (root / "test-config.yaml").write_text(yaml.safe_dump(cfg))
+    target = f"results/{SLUG}/fp8/measurements/tiny.csv"
+    run = subprocess.run([str(SNAKEMAKE), target, "-s", str(REPO / "Snakefile"), "-d", str(root), "--cores", "1",
+                          "--configfile", str(root / "test-config.yaml")], env={**env, "GEMMPERF_TEST_DELAY": "0"},
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    with (root / target).open(newline="") as fh:
+        final = list(csv.DictReader(fh))
+    # ws-hopper's paper tilings in fp8 (tile K 128) on the 4 shapes; ws-ampere has no fp8 kernel
+    assert len(final) == 16 and {(r["family"], r["dtype"], r["tile_k"]) for r in final} == {("ws-hopper", "fp8", "128")}
+    assert sorted(p.name for p in (root / "results" / SLUG / "fp8" / "journal" / "tiny").glob("*.csv"))
+    assert not (root / "results" / SLUG / "journal").exists()  # bf16 was not asked for
+    logs = "".join(p.read_text() for p in (root / "logs" / SLUG / "fp8" / "collect").glob("*.log"))
+    assert "collect: skipping ws-ampere: ws-ampere takes bf16 or fp16, not fp8" in logs

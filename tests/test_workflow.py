@@ -88,3 +88,91 @@ def test_bad_config_value_is_one_clear_error(small_workflow, repo_root):
     run = snakemake(repo_root, small_workflow, "-n")
     assert run.returncode != 0
     assert "cublas" in run.stdout + run.stderr
+
+
+# ------------------------------------------------------------------ a list of dtypes
+
+
+def _plan_config(tmp_path, **changes) -> dict:
+    (tmp_path / "lists").mkdir(exist_ok=True)
+    for name in ("tiny", "skinny"):
+        (tmp_path / "lists" / f"{name}.csv").write_text("m,n,k\n256,256,256\n")
+    return {"probe": False, "gpus": ["auto"], "testlists": ["tiny", "skinny"], "heldout_testlist": "skinny",
+            "testlist_dir": str(tmp_path / "lists"), "residual": True, **changes}
+
+
+def test_each_dtype_is_a_run_and_a_dtype_without_data_runs_like_a_gpu_without_measurements(tmp_path):
+    from gemmperf.app.plan import make_plan
+
+    results = tmp_path / "results"
+    sd = results / "h100-sxm5-80gb" / "shipped"
+    (sd / "measurements").mkdir(parents=True)
+    (sd / "measurements" / "tiny.csv").write_text("m,n,k\n")
+    (sd / "microbench.csv").write_text("kind\n")
+    (sd / "fp16" / "measurements").mkdir(parents=True)  # fp16 data of one testlist, no microbench
+    (sd / "fp16" / "measurements" / "skinny.csv").write_text("m,n,k\n")
+    plan = make_plan(_plan_config(tmp_path, dtypes=["bf16", "fp8", "fp16"]), results)
+    runs = plan.runs
+    assert list(runs) == ["h100-sxm5-80gb", "h100-sxm5-80gb/fp8", "h100-sxm5-80gb/fp16"]
+    bf16, fp8, fp16 = runs.values()
+    assert (bf16.gpu, bf16.dtype, bf16.source, bf16.testlists_measured, bf16.has_microbench, bf16.data) == (
+        "h100-sxm5-80gb", "bf16", "shipped", ["tiny"], True, str(sd))
+    # fp8: nothing shipped, handled as a GPU without measurements
+    assert (fp8.dtype, fp8.source, fp8.testlists_measured, fp8.has_microbench) == ("fp8", "catalog", [], False)
+    assert "no shipped fp8 measurements" in fp8.skipped["collect"]
+    assert {"fit", "residual", "accuracy"} <= set(fp8.skipped)
+    assert (fp16.source, fp16.testlists_measured, fp16.has_microbench, fp16.data) == (
+        "shipped", ["skinny"], False, str(sd / "fp16"))
+    assert "h100-sxm5-80gb/fp8: catalog" in plan.summary()
+    # a GPU without any data: every dtype a catalog run; a measured GPU measures every dtype
+    assert {r.source for r in make_plan(_plan_config(tmp_path, dtypes=["bf16", "fp8"]), tmp_path / "none").runs.values()} \
+        == {"catalog"}
+    from gemmperf.hardware import CATALOG
+
+    measured = make_plan(_plan_config(tmp_path, dtypes=["fp8"], probe=True), tmp_path / "none",
+                         local_gpu=CATALOG["h100-sxm5-80gb"]).runs
+    assert list(measured) == ["h100-sxm5-80gb/fp8"] and measured["h100-sxm5-80gb/fp8"].source == "measure"
+
+
+def test_the_dtypes_default_and_the_older_single_dtype(tmp_path):
+    from gemmperf.app.plan import config_dtypes
+    from gemmperf.errors import UserError
+
+    assert config_dtypes({}) == ["bf16"]
+    assert config_dtypes({"dtype": "fp16"}) == ["fp16"]
+    assert config_dtypes({"dtypes": ["fp8", "bf16"]}) == ["fp8", "bf16"]
+    with pytest.raises(UserError, match="give only dtypes"):
+        config_dtypes({"dtype": "fp16", "dtypes": ["bf16"]})
+
+
+def test_a_dtype_list_wires_one_chain_per_dtype(small_workflow, repo_root):
+    cfg = yaml.safe_load((small_workflow / "test-config.yaml").read_text())
+    cfg["dtypes"] = ["bf16", "fp8"]
+    (small_workflow / "test-config.yaml").write_text(yaml.safe_dump(cfg))
+    dry = snakemake(repo_root, small_workflow, "-n", "-p")
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    out = dry.stdout
+    # fp8's files under results/<gpu>/fp8/, each command told its dtype
+    commands = [line.split()[3] for line in out.splitlines() if line.startswith("Shell command: gemmperf")]
+    assert sorted(commands) == sorted(["hardware", "index"] + 2 * ["fit", "report"] + 4 * ["predict", "optimize"])
+    for line in out.splitlines():
+        if line.startswith("Shell command: gemmperf") and line.split()[3] in ("fit", "predict", "optimize"):
+            assert ("--dtype fp8" in line) == ("/fp8/" in line) and "--dtype" in line, line
+    for rel in ("params.json", "predictions/tiny.parquet", "tilings/skinny.csv", "report/index.html"):
+        assert f"results/h100-sxm5-80gb/fp8/{rel}" in out, rel
+    assert "gemmperf index --gpus h100-sxm5-80gb,h100-sxm5-80gb/fp8" in out
+
+
+@pytest.mark.parametrize("dtypes, message", [
+    (["bf16", "fp4"], "config dtypes[1] = 'fp4': must be a tensor-core input dtype: bf16, fp16 or fp8"),
+    (["bf16", "bf16"], "config dtypes"),
+    ([], "config dtypes"),
+])
+def test_a_bad_dtype_list_is_one_line(small_workflow, repo_root, dtypes, message):
+    cfg = yaml.safe_load((small_workflow / "test-config.yaml").read_text())
+    cfg["dtypes"] = dtypes
+    (small_workflow / "test-config.yaml").write_text(yaml.safe_dump(cfg))
+    run = snakemake(repo_root, small_workflow, "-n")
+    assert run.returncode == 2, run.stdout[-2000:]
+    lines = [ln for ln in run.stderr.splitlines() if ln.startswith("gemmperf workflow:")]
+    assert len(lines) == 1 and lines[0].startswith(f"gemmperf workflow: {message}"), run.stderr[-2000:]

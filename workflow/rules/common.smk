@@ -22,10 +22,14 @@ except UserError as err:
     print(f"gemmperf workflow: {err}", file=sys.stderr)
     sys.exit(2)
 GPUS = list(PLAN.gpus)
+# one chain per GPU and input dtype (a run): bf16's files under results/<gpu>/, those of
+# another dtype D under results/<gpu>/D/ (gemmperf.app.plan); the rules after hardware
+# are per run, the wildcard {run}
+RUNS = list(PLAN.runs)
 TESTLISTS = config["testlists"]
-# GPUs whose fit also writes the residual correction (they have measurements)
-CORRECTED_GPUS = [
-    g for g in GPUS if config["residual"] and PLAN.gpus[g].testlists_measured
+# runs whose fit also writes the residual correction (they have measurements)
+CORRECTED_RUNS = [
+    r for r in RUNS if config["residual"] and PLAN.runs[r].testlists_measured
 ]
 # config model_params as the CLI's overrides (a list of words: rules quote each with
 # {params.overrides:q}), for every stage that runs a model; the schema holds the names
@@ -60,6 +64,7 @@ onstart:
 
 wildcard_constraints:
     gpu=one_of(GPUS),
+    run=one_of(RUNS),
     testlist=one_of(TESTLISTS),
 
 
@@ -73,6 +78,19 @@ def gpu_plan(wildcards):
     return PLAN.gpus[wildcards.gpu]
 
 
+def run_plan(wildcards):
+    return PLAN.runs[wildcards.run]
+
+
+def run_dtype(wildcards):
+    return run_plan(wildcards).dtype
+
+
+def run_hardware(wildcards):
+    """The descriptor of the run's GPU (one per GPU, whatever the dtype)."""
+    return f"results/{run_plan(wildcards).gpu}/hardware.json"
+
+
 def testlist_path(wildcards):
     return f"{config['testlist_dir']}/{wildcards.testlist}.csv"
 
@@ -81,73 +99,85 @@ def shipped(gpu, name):
     return f"results/{gpu}/shipped/{name}"
 
 
-def measurement_path(gpu, testlist):
-    """The measured table of one testlist: collected here, shipped, or none."""
-    g = PLAN.gpus[gpu]
-    if testlist not in g.testlists_measured:
+def measurement_path(run, testlist):
+    """The measured table of one testlist in a run: collected here, shipped, or none."""
+    r = PLAN.runs[run]
+    if testlist not in r.testlists_measured:
         return []
-    if g.source == "measure":
-        return f"results/{gpu}/measurements/{testlist}.csv"
-    return shipped(gpu, f"measurements/{testlist}.csv")
+    if r.source == "measure":
+        return f"results/{run}/measurements/{testlist}.csv"
+    return f"{r.data}/measurements/{testlist}.csv"
 
 
 def measurements(wildcards):
-    return measurement_path(wildcards.gpu, wildcards.testlist)
+    return measurement_path(wildcards.run, wildcards.testlist)
 
 
 def all_measurements(wildcards):
-    g = PLAN.gpus[wildcards.gpu]
-    return [measurement_path(wildcards.gpu, t) for t in g.testlists_measured]
+    r = run_plan(wildcards)
+    return [measurement_path(r.name, t) for t in r.testlists_measured]
 
 
 def microbench(wildcards):
-    g = PLAN.gpus[wildcards.gpu]
-    if not g.has_microbench:
+    r = run_plan(wildcards)
+    if not r.has_microbench:
         return []
-    if g.source == "measure":
-        return f"results/{g.slug}/microbench.csv"
-    return shipped(g.slug, "microbench.csv")
+    if r.source == "measure":
+        return f"results/{r.name}/microbench.csv"
+    return f"{r.data}/microbench.csv"
 
 
 def data_note(wildcards):
-    g = PLAN.gpus[wildcards.gpu]
+    r = run_plan(wildcards)
     notes = {
         "measure": f"Measured on this machine's GPU ({PLAN.local_note}).",
         "shipped": "No local measurements: using the shipped reference measurements "
-        f"(results/{g.slug}/shipped/), described in its README.",
+        f"({r.data}/), described in its README.",
         "catalog": "No measurements: the GPU descriptor comes from the catalog and the "
         "model parameters are descriptor defaults; nothing here was measured.",
     }
-    return notes[g.source]
+    if r.source == "catalog" and PLAN.gpus[r.gpu].source == "shipped":
+        notes["catalog"] = (
+            f"No {r.dtype} measurements: the shipped ones (results/{r.gpu}/shipped/) are of "
+            "other dtypes, so the model parameters are descriptor defaults; nothing here was measured."
+        )
+    dtype = "" if r.name == r.gpu else f"{r.dtype} inputs. "
+    return dtype + notes[r.source]
 
 
 def all_outputs():
     out = ["results/index.html"]
-    for gpu in GPUS:
-        out.append(f"results/{gpu}/report/index.html")
-        if PLAN.gpus[gpu].testlists_measured:
-            out.append(f"results/{gpu}/accuracy.json")
+    for run, r in PLAN.runs.items():
+        out.append(f"results/{run}/report/index.html")
+        if r.testlists_measured:
+            out.append(f"results/{run}/accuracy.json")
     return out + (ablation_outputs() if config["ablations"] else [])
 
 
 def ablation_outputs():
-    """The ablation scores of every GPU with measurements (the target `ablations`)."""
+    """The ablation scores of every run with measurements (the target `ablations`)."""
     return [
-        f"results/{g}/ablations.json" for g in GPUS if PLAN.gpus[g].testlists_measured
+        f"results/{run}/ablations.json"
+        for run, r in PLAN.runs.items()
+        if r.testlists_measured
     ]
 
 
 def report_ablations(wildcards):
     """The ablation table for the report, when the config asks for ablations."""
-    if not (config["ablations"] and gpu_plan(wildcards).testlists_measured):
+    if not (config["ablations"] and run_plan(wildcards).testlists_measured):
         return []
-    return f"results/{wildcards.gpu}/ablations.csv"
+    return f"results/{wildcards.run}/ablations.csv"
 
 
 def kernel_speed(wildcards):
-    """benchmarks/results/kernel_speed_<prefix>.json whose prefix starts the GPU slug."""
+    """benchmarks/results/kernel_speed_<prefix>.json whose prefix starts the GPU slug
+    (bf16 runs only: the kernels were timed against cuBLAS in bf16)."""
+    r = run_plan(wildcards)
+    if r.dtype != "bf16":
+        return []
     for path in sorted(Path("benchmarks/results").glob("kernel_speed_*.json")):
-        if wildcards.gpu.startswith(path.stem.removeprefix("kernel_speed_")):
+        if r.gpu.startswith(path.stem.removeprefix("kernel_speed_")):
             return str(path)
     return []
 
@@ -157,8 +187,15 @@ def identity_json(wildcards):
     return json.dumps(gpu_plan(wildcards).identity)
 
 
+def shipped_readme(wildcards):
+    """The shipped data's README, for a run that reads shipped measurements."""
+    r = run_plan(wildcards)
+    path = shipped(r.gpu, "README.md")
+    return path if r.source == "shipped" and Path(path).is_file() else []
+
+
 def if_measured(path):
-    return lambda w: path.format(gpu=w.gpu) if gpu_plan(w).testlists_measured else []
+    return lambda w: path.format(run=w.run) if run_plan(w).testlists_measured else []
 
 
 def collect_journal(wildcards):
@@ -168,14 +205,15 @@ def collect_journal(wildcards):
     carries a hash of what makes old rows stale (the collect code, the timing settings,
     the GPU's identity), so a change there starts a new journal."""
     c = config["collect"]
+    r = run_plan(wildcards)
     stale_if = [
         code_version("collect"),
-        config["dtype"],
+        r.dtype,
         c["warm_l2"],
         c["rel_spread"],
         c["max_seconds"],
-        identity_json(wildcards),
+        json.dumps(PLAN.gpus[r.gpu].identity),
     ]
     tag = hashlib.sha256(json.dumps(stale_if, sort_keys=True).encode()).hexdigest()[:12]
     w = wildcards
-    return f"results/{w.gpu}/journal/{w.testlist}/{w.shard}-of-{w.shards}.{tag}.csv"
+    return f"results/{w.run}/journal/{w.testlist}/{w.shard}-of-{w.shards}.{tag}.csv"

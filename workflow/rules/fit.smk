@@ -1,24 +1,25 @@
-# One fit per GPU: the microbenchmark parameters, ws-pipelined's constants on every
-# development row and, for GPUs with measurements (CORRECTED_GPUS), the residual
-# correction from the same in-memory fit. GPUs without measurements get params only.
+# One fit per run (a GPU in one input dtype): the microbenchmark parameters,
+# ws-pipelined's constants on every development row and, for runs with measurements
+# (CORRECTED_RUNS), the residual correction from the same in-memory fit. Runs without
+# measurements (a catalog GPU, a dtype with no shipped data) get params only.
 rule fit:
     output:
-        params="results/{gpu}/params.json",
-        correction="results/{gpu}/correction.json",
+        params="results/{run}/params.json",
+        correction="results/{run}/correction.json",
     input:
-        hardware="results/{gpu}/hardware.json",
+        hardware=run_hardware,
         microbench=microbench,
         measurements=all_measurements,
     wildcard_constraints:
-        gpu=one_of(CORRECTED_GPUS),
+        run=one_of(CORRECTED_RUNS),
     params:
         families=",".join(config["families"]),
-        dtype=config["dtype"],
+        dtype=run_dtype,
         heldout=HELDOUT,
         overrides=SET_PARAMS,
         code=code_version("fit"),
     log:
-        "logs/{gpu}/fit.log",
+        "logs/{run}/fit.log",
     shell:
         logged(
             "gemmperf fit --gpu {input.hardware:q} --microbench {input.microbench:q}"
@@ -30,21 +31,21 @@ rule fit:
 
 rule fit_params:
     output:
-        params="results/{gpu}/params.json",
+        params="results/{run}/params.json",
     input:
-        hardware="results/{gpu}/hardware.json",
+        hardware=run_hardware,
         microbench=microbench,
         measurements=all_measurements,
     wildcard_constraints:
-        gpu=one_of(g for g in GPUS if g not in CORRECTED_GPUS),
+        run=one_of(r for r in RUNS if r not in CORRECTED_RUNS),
     params:
         families=",".join(config["families"]),
-        dtype=config["dtype"],
+        dtype=run_dtype,
         heldout=HELDOUT,
         overrides=SET_PARAMS,
         code=code_version("fit"),
     log:
-        "logs/{gpu}/fit.log",
+        "logs/{run}/fit.log",
     shell:
         logged(
             "gemmperf fit --gpu {input.hardware:q} --microbench {input.microbench:q}"
@@ -65,26 +66,26 @@ rule fit_params:
 # not part of it: rule score_ablations below.
 rule accuracy:
     output:
-        accuracy="results/{gpu}/accuracy.json",
-        table="results/{gpu}/accuracy.csv",
-        predictions="results/{gpu}/out_of_sample.parquet",
+        accuracy="results/{run}/accuracy.json",
+        table="results/{run}/accuracy.csv",
+        predictions="results/{run}/out_of_sample.parquet",
     input:
-        hardware="results/{gpu}/hardware.json",
+        hardware=run_hardware,
         microbench=microbench,
         measurements=all_measurements,
-        params="results/{gpu}/params.json",
-        correction="results/{gpu}/correction.json",
+        params="results/{run}/params.json",
+        correction="results/{run}/correction.json",
     threads: 4
     priority: 1
     params:
         families=",".join(config["families"]),
-        dtype=config["dtype"],
+        dtype=run_dtype,
         heldout=HELDOUT,
         residual="" if config["residual"] else "--no-residual",
         overrides=SET_PARAMS,
         code=code_version("accuracy"),
     log:
-        "logs/{gpu}/accuracy.log",
+        "logs/{run}/accuracy.log",
     shell:
         logged(
             "gemmperf accuracy --gpu {input.hardware:q} --microbench {input.microbench:q}"
@@ -102,21 +103,21 @@ rule accuracy:
 # (which also shows them in the report).
 rule score_ablations:
     output:
-        scores="results/{gpu}/ablations.json",
-        table="results/{gpu}/ablations.csv",
+        scores="results/{run}/ablations.json",
+        table="results/{run}/ablations.csv",
     input:
-        hardware="results/{gpu}/hardware.json",
+        hardware=run_hardware,
         microbench=microbench,
         measurements=all_measurements,
     threads: 4
     params:
         families=",".join(config["families"]),
-        dtype=config["dtype"],
+        dtype=run_dtype,
         heldout=HELDOUT,
         overrides=SET_PARAMS,
         code=code_version("accuracy"),
     log:
-        "logs/{gpu}/ablations.log",
+        "logs/{run}/ablations.log",
     shell:
         logged(
             "gemmperf accuracy --gpu {input.hardware:q} --microbench {input.microbench:q}"

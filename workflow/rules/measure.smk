@@ -1,4 +1,6 @@
 # Measurements need the local GPU; GPUs with shipped data use those files instead.
+# Both rules run per run (a GPU and an input dtype of the config's dtypes: {run} is the
+# GPU's slug for bf16, <slug>/<dtype> for another dtype).
 # Each GPU job takes resources gpu=1 (the profile caps the node's total) and runs under
 # `gemmperf gpu-slot`, which claims one free GPU of the node and pins the job to it
 # (CUDA_VISIBLE_DEVICES), so N shards run at once on N GPUs, never two on one.
@@ -13,16 +15,16 @@ wildcard_constraints:
 
 rule microbench:
     input:
-        hardware="results/{gpu}/hardware.json",
+        hardware=run_hardware,
     output:
-        "results/{gpu}/microbench.csv",
+        "results/{run}/microbench.csv",
     log:
-        "logs/{gpu}/microbench.log",
+        "logs/{run}/microbench.log",
     resources:
         gpu=1,
     params:
         families=",".join(config["families"]),
-        dtype=config["dtype"],
+        dtype=run_dtype,
         code=code_version("microbench"),
     shell:
         logged(
@@ -33,19 +35,19 @@ rule microbench:
 
 rule collect_shard:
     input:
-        hardware="results/{gpu}/hardware.json",
+        hardware=run_hardware,
         testlist=testlist_path,
     output:
-        "results/{gpu}/measurements/shards/{testlist}.{shard}-of-{shards}.csv",
+        "results/{run}/measurements/shards/{testlist}.{shard}-of-{shards}.csv",
     log:
-        "logs/{gpu}/collect/{testlist}.{shard}-of-{shards}.log",
+        "logs/{run}/collect/{testlist}.{shard}-of-{shards}.log",
     resources:
         gpu=1,
     params:
         journal=collect_journal,
         shard=lambda w: f"{w.shard}/{w.shards}",
         families=",".join(config["families"]),
-        dtype=config["dtype"],
+        dtype=run_dtype,
         preset=lambda w: config["collect"]["presets"].get(w.testlist, "medium"),
         # a list of words (one flag or none), each quoted
         warm_l2=["--warm-l2"] if config["collect"]["warm_l2"] is True else [],
@@ -64,16 +66,16 @@ rule collect_shard:
 rule merge_shards:
     input:
         lambda w: expand(
-            "results/{gpu}/measurements/shards/{testlist}.{shard}-of-{shards}.csv",
-            gpu=w.gpu,
+            "results/{run}/measurements/shards/{testlist}.{shard}-of-{shards}.csv",
+            run=w.run,
             testlist=w.testlist,
             shard=range(config["collect"]["shards"]),
             shards=config["collect"]["shards"],
         ),
     output:
-        "results/{gpu}/measurements/{testlist}.csv",
+        "results/{run}/measurements/{testlist}.csv",
     log:
-        "logs/{gpu}/merge/{testlist}.log",
+        "logs/{run}/merge/{testlist}.log",
     params:
         code=code_version("merge"),
     shell:

@@ -2,23 +2,23 @@
 # else every legal configuration of the families; plus the corrected ws-pipelined.
 rule predict:
     output:
-        "results/{gpu}/predictions/{testlist}.parquet",
+        "results/{run}/predictions/{testlist}.parquet",
     input:
-        hardware="results/{gpu}/hardware.json",
-        params="results/{gpu}/params.json",
+        hardware=run_hardware,
+        params="results/{run}/params.json",
         testlist=testlist_path,
         measurements=measurements,
         correction=lambda w: (
-            f"results/{w.gpu}/correction.json" if w.gpu in CORRECTED_GPUS else []
+            f"results/{w.run}/correction.json" if w.run in CORRECTED_RUNS else []
         ),
     params:
         models=",".join(config["models"]),
         families=",".join(config["families"]),
-        dtype=config["dtype"],
+        dtype=run_dtype,
         overrides=SET_PARAMS,
         code=code_version("predict"),
     log:
-        "logs/{gpu}/predict/{testlist}.log",
+        "logs/{run}/predict/{testlist}.log",
     shell:
         logged(
             "gemmperf predict --gpu {input.hardware:q} --params {input.params:q}"

@@ -1,6 +1,7 @@
-# Reports: seven linked offline HTML pages per GPU (results/{gpu}/report/), PNGs of the
-# key charts, and results/index.html across GPUs. Every page and image is registered
-# for `snakemake --report report.zip`, one category per GPU.
+# Reports: seven linked offline HTML pages per run (results/{run}/report/: a GPU's bf16
+# run at results/<gpu>/report/, another dtype's at results/<gpu>/<dtype>/report/), PNGs
+# of the key charts, and results/index.html across runs. Every page and image is
+# registered for `snakemake --report report.zip`, one category per run.
 
 
 report: "../report/workflow.rst"
@@ -22,56 +23,51 @@ rule report:
     output:
         **{
             name: report(
-                f"results/{{gpu}}/report/{name}.html",
+                f"results/{{run}}/report/{name}.html",
                 caption=f"../report/{rst}",
-                category="{gpu}",
+                category="{run}",
                 subcategory="pages",
-                labels={"page": title, "gpu": "{gpu}"},
+                labels={"page": title, "gpu": "{run}"},
             )
             for name, (title, rst) in REPORT_PAGES.items()
         },
         images=[
             report(
-                f"results/{{gpu}}/report/img/{name}.png",
+                f"results/{{run}}/report/img/{name}.png",
                 caption=f"../report/img_{name}.rst",
-                category="{gpu}",
+                category="{run}",
                 subcategory="charts",
-                labels={"chart": name, "gpu": "{gpu}"},
+                labels={"chart": name, "gpu": "{run}"},
             )
             for name in REPORT_IMAGES
         ],
-        summary="results/{gpu}/report/summary.json",
+        summary="results/{run}/report/summary.json",
     input:
-        hardware="results/{gpu}/hardware.json",
-        params="results/{gpu}/params.json",
+        hardware=run_hardware,
+        params="results/{run}/params.json",
         predictions=expand(
-            "results/{{gpu}}/predictions/{testlist}.parquet", testlist=TESTLISTS
+            "results/{{run}}/predictions/{testlist}.parquet", testlist=TESTLISTS
         ),
-        tilings=expand("results/{{gpu}}/tilings/{testlist}.csv", testlist=TESTLISTS),
-        accuracy=if_measured("results/{gpu}/accuracy.csv"),
-        out_of_sample=if_measured("results/{gpu}/out_of_sample.parquet"),
+        tilings=expand("results/{{run}}/tilings/{testlist}.csv", testlist=TESTLISTS),
+        accuracy=if_measured("results/{run}/accuracy.csv"),
+        out_of_sample=if_measured("results/{run}/out_of_sample.parquet"),
         ablations=report_ablations,
         measurements=all_measurements,
         microbench=microbench,
         kernel_speed=kernel_speed,
-        shipped_readme=lambda w: (
-            shipped(w.gpu, "README.md")
-            if gpu_plan(w).source == "shipped"
-            and Path(shipped(w.gpu, "README.md")).is_file()
-            else []
-        ),
+        shipped_readme=shipped_readme,
     params:
         testlists=",".join(TESTLISTS),
-        source=lambda w: gpu_plan(w).source,
+        source=lambda w: run_plan(w).source,
         note=data_note,
-        skipped=lambda w: json.dumps(gpu_plan(w).skipped),
+        skipped=lambda w: json.dumps(run_plan(w).skipped),
         heldout=HELDOUT,
         overrides=SET_PARAMS,
-        out_dir=lambda w: f"results/{w.gpu}/report",
-        images_dir=lambda w: f"results/{w.gpu}/report/img",
+        out_dir=lambda w: f"results/{w.run}/report",
+        images_dir=lambda w: f"results/{w.run}/report/img",
         code=code_version("report"),
     log:
-        "logs/{gpu}/report.log",
+        "logs/{run}/report.log",
     shell:
         logged(
             "gemmperf report --hardware {input.hardware:q} --params {input.params:q}"
@@ -90,9 +86,9 @@ rule index:
     output:
         report("results/index.html", caption="../report/index.rst", category="All GPUs"),
     input:
-        summaries=expand("results/{gpu}/report/summary.json", gpu=GPUS),
+        summaries=expand("results/{run}/report/summary.json", run=RUNS),
     params:
-        gpus=",".join(GPUS),
+        gpus=",".join(RUNS),
         code=code_version("index"),
     log:
         "logs/index.log",

@@ -31,6 +31,7 @@ from ..fit.accuracy import (Shipped, available_cores, evaluate_ablations, evalua
                             table)
 from ..fit.microbench import default_paramset, fit_paramset
 from ..fit.residual import Correction
+from ..kernels import get_family
 from ..models import MODELS
 from ..params import ParamSet
 from ..problem import DTYPE_BYTES
@@ -81,6 +82,8 @@ def base_params(a) -> ParamSet:
     check_flags(a)
     gpu = resolve_gpu(a.gpu)
     families = parse_families(a.families)
+    # a family without a kernel for the dtype (ws-ampere and fp8) has no parameters to fit
+    families = [f for f in families if get_family(f).dtype_for(a.dtype) in get_family(f).dtypes] or families
     if a.microbench:
         if not Path(a.microbench).is_file():
             raise UserError(f"{a.microbench}: microbenchmark file not found")

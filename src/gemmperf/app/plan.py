@@ -1,6 +1,15 @@
 """What the workflow can do on this machine: which GPUs, measured or shipped, and
 which stages run or are skipped (with the reason). Called once when Snakemake
 parses the workflow; the rules only wire what this returns.
+
+Each GPU runs one chain (collect, microbench, fit, accuracy, predict, optimize, report)
+per input dtype of the config's ``dtypes``: a ``RunPlan``, whose files are under
+``results/<run>/``. The run of bf16 (BASE_DTYPE) is named after the GPU, results/<gpu>/,
+where a single dtype's files always were; the run of any other dtype D is <gpu>/D, under
+results/<gpu>/D/. Shipped data follows the same rule: results/<gpu>/shipped/ holds bf16
+measurements (measurements/, microbench.csv), results/<gpu>/shipped/D/ those of dtype D.
+A run with no data of its dtype (fp8 on the shipped H100) is handled like a GPU without
+measurements: descriptor defaults, every legal configuration predicted, no accuracy.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..hardware import CATALOG, GPU, NoGPU, get_gpu, load_gpu, probe
 from ..problem import read_testlist
+from .resolve import BASE_DTYPE, run_name
 
 # What makes a GPU the same GPU for its measurements: a change to any of these reruns
 # hardware -> measurements -> everything after. The clocks a card happens to run at
@@ -30,6 +40,21 @@ SLUG_RULE = "lowercase letters, digits, '.', '_' and '-', starting with a letter
 
 # Test hook: a descriptor JSON to use as the probed local GPU (no GPU needed).
 FAKE_GPU_ENV = "GEMMPERF_FAKE_GPU"
+
+# The dtype whose run sits at results/<gpu>/ (and whose shipped data at
+# results/<gpu>/shipped/) is resolve.BASE_DTYPE, bf16; any other dtype D's at
+# results/<gpu>/D/ (shipped/D/): resolve.run_name.
+
+
+def config_dtypes(config: dict) -> list[str]:
+    """The config's input dtypes: ``dtypes`` (a list), or the older single ``dtype``; bf16
+    when neither is given. Both given is an error (which one was meant?)."""
+    if "dtypes" in config and "dtype" in config:
+        raise UserError(f"config dtype = {config['dtype']!r} and dtypes = {config['dtypes']!r}: give only dtypes "
+                        f"(a list; dtype is its older single-value form)")
+    if "dtypes" in config:
+        return list(config["dtypes"])
+    return [config.get("dtype", BASE_DTYPE)]
 
 
 def identity(gpu: GPU) -> dict:
@@ -52,13 +77,24 @@ def local_probe() -> GPU:
 
 
 @dataclass
+class RunPlan:
+    """One GPU's chain in one input dtype: its files are under results/<name>/."""
+    name: str  # run_name(gpu, dtype)
+    gpu: str  # the GPU's slug
+    dtype: str
+    source: str  # "measure" (local GPU), "shipped" (reference data), "catalog" (no data of this dtype)
+    testlists_measured: list[str] = field(default_factory=list)
+    has_microbench: bool = False
+    data: str | None = None  # the shipped folder its measurements and microbench.csv are read from
+    skipped: dict[str, str] = field(default_factory=dict)  # stage -> reason
+
+
+@dataclass
 class GPUPlan:
     slug: str
     source: str  # "measure" (local GPU), "shipped" (reference data), "catalog" (no data)
-    testlists_measured: list[str] = field(default_factory=list)
-    has_microbench: bool = False
-    skipped: dict[str, str] = field(default_factory=dict)  # stage -> reason
     identity: dict = field(default_factory=dict)  # IDENTITY_FIELDS of its descriptor
+    runs: dict[str, RunPlan] = field(default_factory=dict)  # dtype -> its run
 
 
 @dataclass
@@ -67,11 +103,16 @@ class Plan:
     local: str | None  # slug of the local GPU, if any
     local_note: str
 
+    @property
+    def runs(self) -> dict[str, RunPlan]:
+        """Every GPU's run of every dtype, by name (GPU by GPU, in the config's dtype order)."""
+        return {r.name: r for g in self.gpus.values() for r in g.runs.values()}
+
     def summary(self) -> str:
         lines = [f"gemmperf plan: {self.local_note}"]
-        for g in self.gpus.values():
-            lines.append(f"  {g.slug}: {g.source}")
-            for stage, why in g.skipped.items():
+        for r in self.runs.values():
+            lines.append(f"  {r.name}: {r.source}")
+            for stage, why in r.skipped.items():
                 lines.append(f"    skipped {stage}: {why}")
         return "\n".join(lines)
 
@@ -138,7 +179,7 @@ def check_config(config: dict, results: str | Path = "results") -> None:
         path = folder / f"{name}.csv"
         if not path.is_file():
             raise UserError(f"config testlists: {name!r} has no file {path} (testlist_dir: {folder})")
-        read_testlist(path, config.get("dtype", "bf16"))
+        read_testlist(path, config_dtypes(config)[0])
     heldout = config.get("heldout_testlist")
     if heldout is not None and heldout not in testlists:
         raise UserError(f"config heldout_testlist = {heldout!r}: not one of testlists ({', '.join(testlists)}); "
@@ -189,30 +230,47 @@ def make_plan(config: dict, results: str | Path = "results", local_gpu=None) -> 
 
     gpus: dict[str, GPUPlan] = {}
     for slug in dict.fromkeys(slugs):
+        sd = shipped_dir(results, slug)
         if local_gpu is not None and slug == local_gpu.slug and config.get("measure", True):
-            g = GPUPlan(slug, "measure", testlists_measured=testlists, has_microbench=True)
-            g.identity = identity(local_gpu)
-        elif (shipped_dir(results, slug)).is_dir():
-            sd = shipped_dir(results, slug)
-            measured = [t for t in testlists if (sd / "measurements" / f"{t}.csv").is_file()]
-            g = GPUPlan(slug, "shipped", measured, (sd / "microbench.csv").is_file())
-            if (sd / "hardware.json").is_file():
-                g.identity = identity(load_gpu(sd / "hardware.json"))
+            g, why = GPUPlan(slug, "measure", identity(local_gpu)), ""
+        elif sd.is_dir():
+            g = GPUPlan(slug, "shipped", identity(load_gpu(sd / "hardware.json")) if (sd / "hardware.json").is_file()
+                        else {})
             why = "no GPU here to measure" if local_gpu is None else f"this machine has a {local_gpu.slug}, not this GPU"
-            g.skipped["collect"] = f"{why}; using the shipped measurements in {sd}"
-            g.skipped["microbench"] = g.skipped["collect"]
         else:
-            g = GPUPlan(slug, "catalog")
-            g.identity = identity(get_gpu(slug)) if slug in CATALOG else {}
+            g = GPUPlan(slug, "catalog", identity(get_gpu(slug)) if slug in CATALOG else {})
             why = note if local_gpu is None else f"this machine has a {local_gpu.slug}"
-            g.skipped["collect"] = f"{why} and no shipped measurements for {slug}"
-            g.skipped["microbench"] = g.skipped["collect"]
-        if not g.has_microbench:
-            g.skipped["fit"] = "no microbenchmarks: parameters are the descriptor defaults"
-        if not g.testlists_measured:
-            g.skipped["residual"] = "no measurements to learn from or score against"
-            g.skipped["accuracy"] = g.skipped["residual"]
-        elif not config.get("residual", True):
-            g.skipped["residual"] = "residual: false in the config"
+        for dtype in config_dtypes(config):
+            g.runs[dtype] = _run_plan(g, dtype, testlists, sd, why, config.get("residual", True))
         gpus[slug] = g
     return Plan(gpus=gpus, local=local_gpu.slug if local_gpu is not None else None, local_note=note)
+
+
+def _run_plan(g: GPUPlan, dtype: str, testlists: list[str], sd: Path, why: str, residual: bool) -> RunPlan:
+    """GPU ``g``'s run of ``dtype``: measured here, read from the shipped folder of that
+    dtype (``sd``, or ``sd``/<dtype> for a dtype other than BASE_DTYPE), or without data;
+    ``why`` says why nothing is measured here."""
+    name = run_name(g.slug, dtype)
+    if g.source == "measure":
+        r = RunPlan(name, g.slug, dtype, "measure", list(testlists), True)
+    else:
+        data = sd if dtype == BASE_DTYPE else sd / dtype
+        measured = [t for t in testlists if (data / "measurements" / f"{t}.csv").is_file()]
+        bench = (data / "microbench.csv").is_file()
+        r = RunPlan(name, g.slug, dtype, "shipped" if measured or bench else "catalog", measured, bench)
+        if r.source == "shipped":
+            r.data = str(data)
+            r.skipped["collect"] = f"{why}; using the shipped measurements in {data}"
+        elif g.source == "shipped":
+            r.skipped["collect"] = f"{why} and no shipped {dtype} measurements (no {data}/)"
+        else:
+            r.skipped["collect"] = f"{why} and no shipped measurements for {g.slug}"
+        r.skipped["microbench"] = r.skipped["collect"]
+    if not r.has_microbench:
+        r.skipped["fit"] = "no microbenchmarks: parameters are the descriptor defaults"
+    if not r.testlists_measured:
+        r.skipped["residual"] = "no measurements to learn from or score against"
+        r.skipped["accuracy"] = r.skipped["residual"]
+    elif not residual:
+        r.skipped["residual"] = "residual: false in the config"
+    return r

@@ -12,6 +12,28 @@ from ..hardware import CATALOG, GPU, NoGPU, get_gpu, load_gpu, probe
 from ..problem import FAMILIES
 
 RESULTS = Path("results")
+# The input dtype whose workflow files are under results/<gpu>/; another dtype D's are
+# under results/<gpu>/D/ (app/plan.py: one chain per GPU and dtype, a "run").
+BASE_DTYPE = "bf16"
+
+
+def pairs_dtype(pairs) -> str:
+    """The input dtype of (family, dtype) ``pairs`` whose workflow files hold them: the one
+    tensor-core dtype among them (simt's fp32 is in every run), else bf16."""
+    dtypes = {d for _, d in pairs if d != "fp32"}
+    return dtypes.pop() if len(dtypes) == 1 else BASE_DTYPE
+
+
+def run_name(slug: str, dtype: str = BASE_DTYPE) -> str:
+    """The workflow's run of GPU ``slug`` in input dtype ``dtype``: its files are under
+    results/<run>/. bf16 (and fp32, simt's, whose entries every run's params.json holds)
+    is the GPU's own folder; any other dtype D a folder D in it."""
+    return slug if dtype in (BASE_DTYPE, "fp32") else f"{slug}/{dtype}"
+
+
+def shipped_data_dir(slug: str, dtype: str = BASE_DTYPE) -> Path:
+    """The shipped data of ``dtype``: results/<gpu>/shipped/ for bf16, .../shipped/<dtype>/ otherwise."""
+    return RESULTS / slug / "shipped" / Path(run_name(slug, dtype)).relative_to(slug)
 
 
 def resolve_gpu(spec: str) -> GPU:
