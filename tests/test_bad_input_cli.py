@@ -49,8 +49,16 @@ ILLEGAL = [  # (extra argv, what the reason says)
     (["--cluster", "16x16"], "cluster"),
     (["--tile", "512x512x512"], "tiles: M and N"),
     (["--tile", "1x1x1"], "tiles: M and N"),
-    (["--dtype", "fp8"], "ws-hopper takes bf16"),
+    (["--dtype", "fp8", "--tile", "128x128x64"], r"K = 64 \(16-bit\) or 128 \(fp8\)"),
+    (["--family", "ws-ampere", "--tile", "128x128x32", "--dtype", "fp8"], "ws-ampere takes bf16 or fp16"),
     (["--dtype", "fp32"], "ws-hopper takes bf16"),
+    (["--split-k", "5"], r"ws-hopper split_k in \{1, 2, 3, 4, 6, 8, 16\}"),
+    (["--split-k", "4", "--schedule", "pingpong"], "split-K and stream-K run the cooperative schedule"),
+    (["--stream-k"], "stream-K needs a persistent kernel"),
+    (["--stream-k", "--persistent", "--split-k", "2"], "two ways to share K: choose one"),
+    (["--split-k", "2", "--raster", "grouped", "--group-m", "4"], "keep the raster group at 8"),
+    (["--family", "ws-ampere", "--tile", "128x128x32", "--split-k", "2"], r"ws-ampere split_k in \{1\}"),
+    (["--family", "ws-ampere", "--tile", "128x128x32", "--persistent", "--stream-k"], "ws-ampere has no stream-K"),
     (["--family", "simt"], "simt is fp32"),
     (["--gpu", "a100-sxm4-80gb"], "needs sm_90a"),
 ]
@@ -61,6 +69,22 @@ ILLEGAL = [  # (extra argv, what the reason says)
 def test_configurations_no_kernel_implements_are_refused(capsys, command, extra, reason):
     err = refused(capsys, command, "--gpu", GPU, "--shape", "4096x4096x4096", *extra, match=reason)
     assert "--what-if" in err and err.startswith(f"gemmperf {command}: ")
+
+
+@pytest.mark.parametrize("command", ["predict", "simulate"])
+def test_a_split_k_below_one_is_one_line(capsys, command):
+    refused(capsys, command, "--gpu", GPU, "--shape", "4096x4096x4096", "--split-k", "0",
+            match="split_k must be a positive integer, got 0")
+
+
+def test_fp8_defaults_to_its_tile_k_and_is_named_with_its_output(capsys):
+    code, out, err = run(capsys, "predict", "--gpu", GPU, "--shape", "4096x4096x4096", "--dtype", "fp8", "--explain")
+    assert code == 0, err
+    assert "with ws-hopper fp8 (e4m3 in, bf16 out) 128x128x128, 4 stages:" in out, out
+    assert f"no results/{GPU}/fp8/params.json" in out  # the workflow's fp8 parameters are under results/<gpu>/fp8/
+    err = refused(capsys, "predict", "--gpu", GPU, "--shape", "4096x4096x4096", "--dtype", "fp8", "--stages", "9",
+                  match="more than")
+    assert err.startswith("gemmperf predict: ws-hopper fp8 (e4m3 in, bf16 out) 128x128x128, 9 stages on ")
 
 
 def test_input_rows_name_their_line(capsys, tmp_path):
@@ -220,7 +244,7 @@ def test_optimize_refuses_what_it_cannot_honour(capsys, tmp_path):
 
 
 ONE_LINE = re.compile(r"^4096x4096x4096 bf16 on h100-sxm5-80gb: ws-hopper \d+x\d+x64, \d stages(, cluster \dx\d)?"
-                      r"(, TMA epilogue)?(, ping-pong)?, (non-)?persistent( on \d+ CTAs)?, "
+                      r"(, TMA epilogue)?(, ping-pong)?(, split-K \d+)?(, stream-K)?, (non-)?persistent( on \d+ CTAs)?, "
                       r"\w+ raster( in groups of \d+)?: [\d.]+ us \(ws-pipelined, limiter \w+\); (?P<meas>.*); params: (?P<src>.*)$")
 
 
@@ -342,7 +366,11 @@ def test_a_usage_error_is_one_line(capsys, argv):
 
 
 def test_optimize_over_every_family_answers_only_in_the_dtype_asked(capsys):
-    refused(capsys, "optimize", "--gpu", GPU, "--shape", "4096x4096x4096", "--dtype", "fp8",
-            match="simt: computes fp32, not fp8")
+    refused(capsys, "optimize", "--gpu", GPU, "--shape", "4096x4096x4096", "--dtype", "nvfp4",
+            match="simt: computes fp32, not nvfp4")
+    code, out, err = run(capsys, "optimize", "--gpu", GPU, "--shape", "4096x4096x4096", "--dtype", "fp8")
+    assert code == 0 and out.startswith(f"4096x4096x4096 fp8 (e4m3 in, bf16 out) on {GPU}: ws-hopper (skipped "
+                                        "ws-ampere, simt: --explain says why) "), out
+    assert re.search(r"ws-hopper \(skipped .*\) \d+x\d+x128, ", out) and f"no results/{GPU}/fp8/params.json" in out
     code, out, err = run(capsys, "optimize", "--gpu", GPU, "--shape", "1024x1024x1024", "--dtype", "fp32")
     assert code == 0 and out.startswith(f"1024x1024x1024 fp32 on {GPU}: simt (skipped ws-hopper, ws-ampere: "), err

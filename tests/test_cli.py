@@ -179,3 +179,47 @@ def test_fp8_testlist_predicts_and_optimizes_the_families_that_take_it(capsys, t
                        "ws-ampere", "--dtype", "fp8", "--out", "o.csv")
     assert code == 2 and err.count("\n") == 1, err
     assert "--dtype fp8: no kernel of ws-ampere takes it (ws-ampere takes bf16 or fp16, not fp8)" in err
+
+
+# ------------------------------------------------------------ split-K, stream-K, fp8 on the command line
+
+
+def test_predict_and_simulate_take_split_k_and_stream_k(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    skinny = ["--gpu", "h100-sxm5-80gb", "--shape", "64x7168x2048", "--tile", "64x128x64", "--epilogue", "tma"]
+    code, out, _ = run(capsys, "predict", *skinny, "--split-k", "4", "--json", "--explain")
+    assert code == 0
+    row = json.loads(out)[0]
+    assert (row["split_k"], row["stream_k"]) == (4, False)
+    assert "64x128x64, 4 stages, split-K 4:" in row["explanation"]
+    assert "Each tile's K is split among 4 CTAs" in row["explanation"]
+    code, out, _ = run(capsys, "predict", *skinny, "--persistent", "--raster", "grouped", "--stream-k", "--explain")
+    assert code == 0 and "persistent, stream-K:" in out and "CTAs share the (tile, k-block) iterations" in out
+    code, out, err = run(capsys, "simulate", *skinny, "--split-k", "4")
+    assert code == 0 and out.startswith("warp,") and "ws-stage does not model K shared among CTAs" in err
+
+
+def _optimizer_pins_k_sharing() -> bool:
+    from gemmperf.optimize.space import FIELDS
+
+    return {"split_k", "stream_k"} <= set(FIELDS)
+
+
+@pytest.mark.skipif(not _optimizer_pins_k_sharing(), reason="the optimizer does not search split-K / stream-K yet")
+def test_optimize_pins_split_k_and_stream_k(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    skinny = ["optimize", "--gpu", "h100-sxm5-80gb", "--shape", "64x7168x2048", "--family", "ws-hopper"]
+    code, out, err = run(capsys, *skinny, "--split-k", "4")
+    assert code == 0 and ", split-K 4, " in out and out.count("\n") == 1, err
+    code, out, err = run(capsys, *skinny, "--stream-k")
+    assert code == 0 and ", stream-K, " in out and "persistent" in out, err
+    code, out, err = run(capsys, *skinny, "--split-k", "1", "--no-stream-k", "--json")
+    assert code == 0 and {(s["split_k"], s["stream_k"]) for s in json.loads(out)} == {(1, False)}
+    code, _, err = run(capsys, *skinny, "--stream-k", "--schedule", "pingpong")
+    assert code == 2 and err.count("\n") == 1 and "split-K and stream-K run the cooperative schedule" in err
+    code, _, err = run(capsys, *skinny, "--split-k", "0")
+    assert code == 2 and "--split-k 0: must be >= 1" in err
+    tl = tmp_path / "t.csv"
+    tl.write_text("m,n,k\n64,7168,2048\n")
+    code, _, err = run(capsys, "optimize", "--gpu", "h100-sxm5-80gb", "--testlist", str(tl), "--split-k", "2")
+    assert code == 2 and "apply to one --shape, not a testlist" in err

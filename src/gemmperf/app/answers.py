@@ -17,7 +17,8 @@ from ..hardware import GPU
 from ..kernels import check_legal
 from ..params import ParamSet
 from ..problem import CONFIG_COLUMNS, DEFAULT_GROUP_M, DTYPE_BYTES, KernelConfig
-from .resolve import RESULTS
+from .explain import dtype_words
+from .resolve import RESULTS, pairs_dtype, run_name
 
 # The models count tiles and k-blocks in 64-bit integers; M*N*K beyond this would
 # overflow them (a what-if past the GPU's memory is still held to it).
@@ -58,15 +59,18 @@ def arithmetic_reason(m: int, n: int, k: int) -> str | None:
 
 
 def describe(cfg: KernelConfig) -> str:
-    """Short name of a configuration for messages: 'ws-hopper bf16 128x128x64, 4 stages'."""
+    """Short name of a configuration for messages: 'ws-hopper bf16 128x128x64, 4 stages',
+    'ws-hopper fp8 (e4m3 in, bf16 out) 64x128x128, 4 stages, TMA epilogue, split-K 4'."""
     extra = [f"cluster {cfg.cluster_m}x{cfg.cluster_n}"] if (cfg.cluster_m, cfg.cluster_n) != (1, 1) else []
     extra += ["TMA epilogue"] if cfg.epilogue == "tma" else []
     extra += ["ping-pong"] if cfg.schedule == "pingpong" else []
     extra += ["persistent"] if cfg.persistent else []
     extra += [f"{cfg.persistent_ctas} CTAs"] if cfg.persistent_ctas else []
     extra += [f"groups of {cfg.group_m}"] if cfg.raster == "grouped" and cfg.group_m != DEFAULT_GROUP_M else []
+    extra += [f"split-K {cfg.split_k}"] if cfg.split_k > 1 else []
+    extra += ["stream-K"] if cfg.stream_k else []
     extra += [f"mode {cfg.mode}"] if cfg.mode != "full" else []
-    return (f"{cfg.family} {cfg.dtype} {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k}, {cfg.stages} stages"
+    return (f"{cfg.family} {dtype_words(cfg.dtype)} {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k}, {cfg.stages} stages"
             + "".join(f", {e}" for e in extra))
 
 
@@ -145,7 +149,7 @@ def params_source(pset: ParamSet, pairs=None, short: bool = False) -> str:
         parts.append(f"descriptor defaults written to {pset.origin} on {_when(pset)} ({names(written)})")
     if missing or not pairs:
         where = (f"{pset.origin} has no entry for {names(missing)}" if pset.origin
-                 else f"no {RESULTS / pset.gpu.slug / 'params.json'}")
+                 else f"no {RESULTS / run_name(pset.gpu.slug, pairs_dtype(pairs)) / 'params.json'}")
         parts.append(f"descriptor defaults ({where})")
     if pset.overrides:
         parts.append("--set " + " ".join(f"{k}={v:g}" for k, v in sorted(pset.overrides.items())))

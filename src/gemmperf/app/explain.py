@@ -9,9 +9,9 @@ import polars as pl
 
 from ..errors import UserError
 from ..hardware import GPU
-from ..problem import CONFIG_COLUMNS, DEFAULT_GROUP_M, KernelConfig
+from ..problem import CONFIG_COLUMNS, DEFAULT_GROUP_M, OUT_DTYPES, KernelConfig
 from ..tables import read_measurements, valid_rows
-from .resolve import RESULTS
+from .resolve import RESULTS, pairs_dtype, run_name, shipped_data_dir
 
 # What each limiter name of the models means, in words.
 LIMITER_WORDS = {
@@ -24,19 +24,54 @@ LIMITER_WORDS = {
     "latency": "latency bound: the ring is too shallow to hide a slot's round trip (more stages would help)",
     "epilogue": "epilogue bound: storing a C tile takes longer than its K loop",
 }
+# The element type of an input dtype whose name does not say it (fp8 is e4m3).
+ELEMENT_TYPES = {"fp8": "e4m3"}
 # ws-pipelined's (and ws-stage's) terms of the kernel time, in words
 TERMS = (("mainloop_us", "main loop"), ("epilogue_us", "epilogue"), ("fill_us", "exposed prologue fill"),
-         ("overhead_us", "per-wave overhead"), ("init_us", "launch"))
+         ("reduction_us", "partial-tile reduction (split-K, stream-K)"), ("overhead_us", "per-wave overhead"),
+         ("init_us", "launch"))
+
+
+def dtype_words(dtype: str) -> str:
+    """An input dtype in words, naming the output where it differs: 'bf16', 'fp8 (e4m3 in,
+    bf16 out)'."""
+    out = OUT_DTYPES.get(dtype, dtype)
+    return dtype if out == dtype else f"{dtype} ({ELEMENT_TYPES.get(dtype, dtype)} in, {out} out)"
+
+
+def k_sharing_words(split_k: int, stream_k: bool) -> list[str]:
+    """How a configuration shares a tile's K among CTAs, in words: ['split-K 4'],
+    ['stream-K'], or [] when it does not."""
+    return [f"split-K {split_k}"] * (split_k > 1) + ["stream-K"] * bool(stream_k)
+
+
+def _k_shared(row: dict) -> str:
+    """What sharing K means for the time, when a row does."""
+    split, stream = int(row.get("split_k") or 1), row.get("stream_k") in (True, "true", 1)
+    if split > 1:
+        return (f"Each tile's K is split among {split} CTAs; their fp32 partial tiles go through a workspace "
+                "and the last CTA to arrive adds them up and stores C. ")
+    if stream:
+        return ("Stream-K: the persistent CTAs share the (tile, k-block) iterations evenly; a tile begun by one "
+                "CTA and finished by another is summed through an fp32 workspace. ")
+    return ""
 
 
 def _waves(row: dict, gpu: GPU) -> str:
+    """'1024 tiles on 132 SMs: 8 waves, ...'; with split-K the CTAs are the tiles' K splits
+    (the model's ``work_items``): '56 tiles in 224 work items on 132 SMs: 2 waves, ...';
+    with stream-K, '56 tiles shared by 132 CTAs on 132 SMs: 1 wave ...'."""
     tiles, waves = row.get("tiles"), row.get("waves")
     if tiles is None or waves is None:
         return ""
-    last = tiles - (waves - 1) * gpu.sms if waves else 0
-    tail = f", the last with {last} of {gpu.sms} SMs busy" if waves > 1 and last < gpu.sms else ""
-    single = f" ({tiles} of {gpu.sms} SMs busy)" if waves == 1 else ""
-    return f"{tiles} tiles on {gpu.sms} SMs: {waves} wave{'s' if waves != 1 else ''}{single}{tail}. "
+    items = row.get("work_items") or tiles
+    what = f"{tiles} tiles" + (f" in {items} work items" if items != tiles else "")
+    if row.get("stream_k") in (True, "true", 1):
+        what = f"{tiles} tiles shared by {items} CTAs"
+    last = items - (waves - 1) * gpu.sms if waves else 0
+    tail = f", the last with {last} of {gpu.sms} SMs busy" if waves > 1 and 0 < last < gpu.sms else ""
+    single = f" ({min(items, gpu.sms)} of {gpu.sms} SMs busy)" if waves == 1 else ""
+    return f"{what} on {gpu.sms} SMs: {waves} wave{'s' if waves != 1 else ''}{single}{tail}. "
 
 
 def _terms(row: dict) -> str:
@@ -50,8 +85,10 @@ def _terms(row: dict) -> str:
 
 def explain_row(row: dict, gpu: GPU) -> str:
     """One prediction row in words: time, waves, limiter, the stage times, what is exposed."""
-    cfg = (f"{row['family']} {row['dtype']} {row['tile_m']}x{row['tile_n']}x{row['tile_k']}, "
-           f"{row['stages']} stages{', persistent' if row.get('persistent') else ''}")
+    shared = k_sharing_words(int(row.get("split_k") or 1), row.get("stream_k") in (True, "true", 1))
+    cfg = (f"{row['family']} {dtype_words(row['dtype'])} {row['tile_m']}x{row['tile_n']}x{row['tile_k']}, "
+           f"{row['stages']} stages{', persistent' if row.get('persistent') else ''}"
+           + "".join(f", {w}" for w in shared))
     head = f"{row.get('model', '')}: {row['m']}x{row['n']}x{row['k']} with {cfg}: {us(row['predicted_us'])}. "
     why = LIMITER_WORDS.get(row.get("limiter"), f"limiter {row.get('limiter')}")
     stages = ""
@@ -64,16 +101,17 @@ def explain_row(row: dict, gpu: GPU) -> str:
                   + (f", period {period:.3g} us" if period is not None else "")
                   + (f", {row['k_stages']} k-blocks" if row.get("k_stages") is not None else "") + ")")
     what_if = f" What-if: {row['what_if']}." if row.get("what_if") else ""
-    return head + _waves(row, gpu) + f"It is {why}{stages}. " + _terms(row) + what_if
+    return head + _waves(row, gpu) + _k_shared(row) + f"It is {why}{stages}. " + _terms(row) + what_if
 
 
 # ------------------------------------------------------------------ optimize's answer
 
 
-def measurement_files(gpu: GPU) -> list[Path]:
-    """results/<gpu>/measurements/*.csv, else the shipped ones."""
-    for folder in (RESULTS / gpu.slug / "measurements", RESULTS / gpu.slug / "shipped" / "measurements"):
-        files = sorted(folder.glob("*.csv"))
+def measurement_files(gpu: GPU, dtype: str = "bf16") -> list[Path]:
+    """The workflow's measurements of ``dtype`` (results/<gpu>/measurements/*.csv, for a
+    dtype other than bf16 results/<gpu>/<dtype>/measurements/), else the shipped ones."""
+    for root in (RESULTS / run_name(gpu.slug, dtype), shipped_data_dir(gpu.slug, dtype)):
+        files = sorted((root / "measurements").glob("*.csv"))
         if files:
             return files
     return []
@@ -83,7 +121,7 @@ def measured_best(gpu: GPU, shape, pairs) -> dict | None:
     """The fastest valid measurement of ``shape`` (m, n, k) among (family, dtype) ``pairs``
     in the GPU's measurement files: its row plus ``file``; None if none holds it."""
     best = None
-    for path in measurement_files(gpu):
+    for path in measurement_files(gpu, pairs_dtype(pairs)):
         try:
             df = valid_rows(read_measurements(path))
         except UserError:
@@ -99,12 +137,13 @@ def measured_best(gpu: GPU, shape, pairs) -> dict | None:
 
 
 def fmt_config(c) -> str:
-    """'128x256x64, 4 stages, cluster 2x1, TMA epilogue, ping-pong, persistent on 128 CTAs,
-    grouped raster in groups of 4': the dimensions at their defaults are left out."""
+    """'128x256x64, 4 stages, cluster 2x1, TMA epilogue, ping-pong, split-K 4, persistent on
+    128 CTAs, grouped raster in groups of 4': the dimensions at their defaults are left out."""
     words = [f"{c.tile_m}x{c.tile_n}x{c.tile_k}", f"{c.stages} stages"]
     words += [f"cluster {c.cluster_m}x{c.cluster_n}"] if (c.cluster_m, c.cluster_n) != (1, 1) else []
     words += ["TMA epilogue"] if c.epilogue == "tma" else []
     words += ["ping-pong"] if c.schedule == "pingpong" else []
+    words += k_sharing_words(c.split_k, c.stream_k)
     persistent = "persistent" if c.persistent else "non-persistent"
     words.append(persistent + (f" on {c.persistent_ctas} CTAs" if c.persistent_ctas else ""))
     group = f" in groups of {c.group_m}" if c.raster == "grouped" and c.group_m != DEFAULT_GROUP_M else ""
@@ -115,8 +154,10 @@ def fmt_config(c) -> str:
 def _fmt_row(r: dict) -> str:
     """A measured row's configuration in words (fmt_config), its absent columns at their defaults."""
     values = {k: r[k] for k in CONFIG_COLUMNS if r.get(k) not in (None, "")}
-    values["persistent"] = values.get("persistent") in (True, "true", "True", 1)
-    for k in ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "group_m", "persistent_ctas"):
+    for k in ("persistent", "stream_k"):
+        values[k] = values.get(k) in (True, "true", "True", 1)
+    for k in ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "group_m", "persistent_ctas",
+              "split_k"):
         if k in values:
             values[k] = int(values[k])
     return f"{r['family']} {fmt_config(KernelConfig(**values))}"
@@ -135,5 +176,6 @@ def one_line(sols, gpu: GPU, measured: dict | None, source: str, skipped=()) -> 
     skip = f" (skipped {', '.join(skipped)}: --explain says why)" if skipped else ""
     meas = (f"measured best {us(measured['time_us'])} ({_fmt_row(measured)}; {measured['file']})"
             if measured else "no measurement")
-    return (f"{s.shape.m}x{s.shape.n}x{s.shape.k} {s.shape.dtype} on {gpu.slug}: {s.family}{skip} {fmt_config(s.config)}: "
+    return (f"{s.shape.m}x{s.shape.n}x{s.shape.k} {dtype_words(s.shape.dtype)} on {gpu.slug}: {s.family}{skip} "
+            f"{fmt_config(s.config)}: "
             f"{us(s.predicted_us)} ({s.model}, limiter {s.breakdown.get('limiter')}); {meas}; params: {source}")

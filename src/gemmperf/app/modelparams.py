@@ -9,7 +9,7 @@ from ..errors import UserError
 from ..hardware import GPU
 from ..models.ws_pipelined import CONSTANTS
 from ..params import PARAM_NAMES, ParamSet, file_gpu
-from .resolve import RESULTS
+from .resolve import RESULTS, run_name
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, float]:
@@ -26,12 +26,22 @@ def parse_overrides(items: list[str] | None) -> dict[str, float]:
     return out
 
 
+def default_params_path(gpu: GPU, dtype: str = "bf16") -> Path:
+    """The workflow's params.json of ``gpu`` for input dtype ``dtype``: results/<gpu>/ for
+    bf16, results/<gpu>/<dtype>/ for another (resolve.run_name) where the workflow ran that
+    dtype, else results/<gpu>/params.json (whose entries of other dtypes, simt's fp32
+    among them, still apply; the dtype's own are then descriptor defaults, said so)."""
+    own = RESULTS / run_name(gpu.slug, dtype) / "params.json"
+    return own if own.is_file() else RESULTS / gpu.slug / "params.json"
+
+
 def resolve_params(gpu: GPU, params_path: str | None, overrides: list[str] | None = None,
-                   any_gpu: bool = False) -> ParamSet:
-    """Fitted parameters from --params or results/<gpu>/params.json, else descriptor
-    defaults; ``--set`` overrides on top. A file fitted for another GPU (its ``gpu``
-    field) is refused unless ``any_gpu``; a stored constant no model knows is an error."""
-    path = Path(params_path) if params_path else RESULTS / gpu.slug / "params.json"
+                   any_gpu: bool = False, dtype: str = "bf16") -> ParamSet:
+    """Fitted parameters from --params or the workflow's params.json of ``dtype``
+    (``default_params_path``), else descriptor defaults; ``--set`` overrides on top. A
+    file fitted for another GPU (its ``gpu`` field) is refused unless ``any_gpu``; a
+    stored constant no model knows is an error."""
+    path = Path(params_path) if params_path else default_params_path(gpu, dtype)
     if params_path and not path.is_file():
         raise UserError(f"{path}: parameters file not found")
     if path.is_file():
@@ -55,7 +65,8 @@ def add_gpu_flags(p) -> None:
                    help="catalog slug (gemmperf gpus lists them), a hardware.json, or auto: probe the "
                    "local GPU (default); e.g. --gpu h100-sxm5-80gb")
     p.add_argument("--params", help="parameters JSON written by gemmperf fit (default "
-                   "results/<gpu>/params.json if present, else descriptor defaults); "
+                   "results/<gpu>/params.json if present, results/<gpu>/<dtype>/params.json for a dtype "
+                   "other than bf16, else descriptor defaults); "
                    "e.g. --params results/h100-sxm5-80gb/params.json")
     p.add_argument("--params-any-gpu", action="store_true",
                    help="use --params even if it was fitted for another GPU than --gpu")

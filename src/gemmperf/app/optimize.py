@@ -19,13 +19,16 @@ from ..tables import read_measurements, valid_rows
 from . import answers
 from .explain import fmt_config, measured_best, one_line
 from .modelparams import add_gpu_flags, resolve_params
-from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu
+from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu, run_name
 
 EPILOG = """examples:
   gemmperf optimize --gpu h100-sxm5-80gb --shape 4096x4096x4096
   gemmperf optimize --gpu h100-sxm5-80gb --shape 4096x4096x4096 --explain
   gemmperf optimize --gpu h100-sxm5-80gb --shape 8192x1024x4096 --family ws-hopper --tile 128x256x64 --json
   gemmperf optimize --gpu h100-sxm5-80gb --testlist testlists/dsv3.csv --out tilings/dsv3.csv
+  gemmperf optimize --gpu h100-sxm5-80gb --shape 64x7168x2048 --family ws-hopper --split-k 4
+  gemmperf optimize --gpu h100-sxm5-80gb --shape 64x7168x2048 --family ws-hopper --no-stream-k --split-k 1
+  gemmperf optimize --gpu h100-sxm5-80gb --shape 4096x4096x4096 --dtype fp8
 
 With --shape the answer is one line: the best configuration over the families solved, its
 predicted time and limiter, the fastest measurement of that shape in
@@ -33,12 +36,18 @@ results/<gpu>/measurements (or the shipped ones), and where the parameters came 
 --explain prints each family's optimum with its breakdown, runner-up and solve time.
 With --testlist it writes one row per shape and family (tilings CSV), with the measured
 time of the choice and the regret where measurements exist.
+
+The space includes split-K (K of a tile shared by 2 to 16 CTAs) and stream-K where the
+family has them (ws-hopper); --split-k S and --stream-k / --no-stream-k pin them like
+--epilogue or --schedule (--split-k 1 --no-stream-k: K never shared). --dtype fp8 is
+e4m3 in, bf16 out; the defaults for a dtype other than bf16 (parameters, measurements,
+output) are under results/<gpu>/<dtype>/, where the workflow writes that dtype's files.
 """
 
 
 def _fix(a) -> dict:
     """The pinned parts of the configuration (--tile, --stages, --cluster, --raster,
-    --group-m, --epilogue, --schedule)."""
+    --group-m, --epilogue, --schedule, --split-k, --stream-k)."""
     fix = {}
     if a.tile:
         tm, tn, tk = parse_ints(a.tile, "--tile", 3)
@@ -50,7 +59,9 @@ def _fix(a) -> dict:
     if a.cluster:
         cm, cn = parse_ints(a.cluster, "--cluster", 2)
         fix.update(cluster_m=cm, cluster_n=cn)
-    for name in ("raster", "group_m", "epilogue", "schedule"):
+    if a.split_k is not None and a.split_k < 1:
+        raise UserError(f"--split-k {a.split_k}: must be >= 1 (1: K not split)")
+    for name in ("raster", "group_m", "epilogue", "schedule", "split_k", "stream_k"):
         if getattr(a, name) is not None:
             fix[name] = getattr(a, name)
     return fix
@@ -145,7 +156,7 @@ def optimize_shape(a, gpu, pset, fams, fix) -> int:
 def _measurements(a, gpu, path: Path):
     """The measurements for the regret (None: none); --space measured requires some."""
     if a.measurements is None:  # not given: the default file, if there is one
-        looked = RESULTS / gpu.slug / "measurements" / f"{path.stem}.csv"
+        looked = RESULTS / run_name(gpu.slug, a.dtype) / "measurements" / f"{path.stem}.csv"
         meas = read_measurements(looked) if looked.is_file() else None
     else:  # given; the flag alone (an empty value) means none
         looked = a.measurements or "(none: --measurements given without a file)"
@@ -175,7 +186,8 @@ def optimize_testlist(a, gpu, pset, fams) -> int:
     for s in shapes:
         _check_shape(s, gpu, f"{path}: ")
     meas = _measurements(a, gpu, path)
-    out = output_path(a.out, (".csv",)) if a.out else RESULTS / gpu.slug / "tilings" / f"{path.stem}.csv"
+    default = RESULTS / run_name(gpu.slug, a.dtype) / "tilings" / f"{path.stem}.csv"
+    out = output_path(a.out, (".csv",)) if a.out else default
     table = tilings_table(shapes, gpu, pset, fams, a.model, meas, a.space)
     answers.check_times(table)
     source = answers.params_source(pset, answers.table_pairs(table))
@@ -199,7 +211,7 @@ def cmd_optimize(a) -> int:
         raise UserError("optimize: give --shape MxNxK or --testlist CSV (one of them)")
     check_dtype(a.dtype, "--dtype")
     gpu = resolve_gpu(a.gpu)
-    pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu)
+    pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu, a.dtype)
     fams = _families(a, gpu)
     fix = _fix(a)
     if a.shape:
@@ -209,7 +221,8 @@ def cmd_optimize(a) -> int:
             raise UserError(f"{', '.join(given)}: testlist mode only (with --testlist, not --shape)")
         return optimize_shape(a, gpu, pset, fams, fix)
     if fix:
-        raise UserError("optimize: --tile/--stages/--raster apply to one --shape, not a testlist")
+        raise UserError("optimize: the pins (--tile, --stages, --raster, --split-k, ...) apply to one --shape, "
+                        "not a testlist")
     return optimize_testlist(a, gpu, pset, fams)
 
 
@@ -221,7 +234,8 @@ def add_parsers(sub) -> None:
     add_gpu_flags(p)
     p.add_argument("--shape", help="problem MxNxK: one line with the best configuration, e.g. --shape 4096x4096x4096")
     p.add_argument("--testlist", help="testlist CSV: write a tilings table instead, e.g. --testlist testlists/dsv3.csv")
-    p.add_argument("--dtype", default="bf16", help="input dtype (default bf16; simt computes fp32), e.g. --dtype fp16")
+    p.add_argument("--dtype", default="bf16", help="input dtype (default bf16; simt computes fp32; fp8: e4m3 in, "
+                   "bf16 out), e.g. --dtype fp8")
     p.add_argument("--family", default="all",
                    help="kernel family, comma-separated families, or all (default: every family that runs "
                    f"on the GPU); known: {', '.join(FAMILIES)}; e.g. --family ws-hopper")
@@ -234,15 +248,21 @@ def add_parsers(sub) -> None:
     p.add_argument("--group-m", type=int, help="pin the grouped raster's group (tile rows), e.g. --group-m 4")
     p.add_argument("--epilogue", choices=EPILOGUES, help="pin the epilogue, e.g. --epilogue tma")
     p.add_argument("--schedule", choices=SCHEDULES, help="pin the consumer schedule, e.g. --schedule pingpong")
+    p.add_argument("--split-k", type=int, metavar="S",
+                   help="pin the K split: S CTAs per tile (1: no split), e.g. --split-k 4")
+    p.add_argument("--stream-k", action=argparse.BooleanOptionalAction, default=None,
+                   help="pin stream-K on (--stream-k) or off (--no-stream-k)")
     p.add_argument("--explain", action="store_true",
                    help="with --shape: every family's optimum, breakdown, runner-up and solve time")
     p.add_argument("--measurements", nargs="?", const="",
                    help="testlist mode: measurements CSV/parquet for the regret; default "
-                   "results/<gpu>/measurements/<testlist>.csv if present; the flag alone: none")
+                   "results/<gpu>/measurements/<testlist>.csv if present (results/<gpu>/<dtype>/... for a "
+                   "dtype other than bf16); the flag alone: none")
     p.add_argument("--space", default="auto", choices=("auto", "legal", "measured"),
                    help="testlist mode: search the legal space, the measured configurations (an error "
                    "without measurements), or auto: measured where a shape has some (default)")
     p.add_argument("--out", help="testlist mode: CSV to write, its folder created "
-                   "(default results/<gpu>/tilings/<testlist>.csv)")
+                   "(default results/<gpu>/tilings/<testlist>.csv; results/<gpu>/<dtype>/... for a dtype "
+                   "other than bf16)")
     p.add_argument("--json", action="store_true", help="print JSON (every family's solution, or the table)")
     p.set_defaults(func=cmd_optimize)

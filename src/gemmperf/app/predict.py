@@ -17,6 +17,7 @@ import polars as pl
 from .. import configs
 from ..errors import UserError, where
 from ..fit.residual import Correction, load_correction
+from ..kernels import get_family
 from ..models import MODELS, ws_stage
 from ..predictions import candidate_table, predict_all
 from ..problem import (DEFAULT_GROUP_M, EPILOGUES, FAMILIES, RASTERS, SCHEDULES, KernelConfig, parse_shape,
@@ -24,7 +25,7 @@ from ..problem import (DEFAULT_GROUP_M, EPILOGUES, FAMILIES, RASTERS, SCHEDULES,
 from . import answers
 from .explain import explain_row
 from .modelparams import add_gpu_flags, resolve_params
-from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu
+from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu, run_name
 
 SHOWN = ("model", "m", "n", "k", "tile_m", "tile_n", "stages", "predicted_us", "limiter", "what_if")
 OUTPUT_SUFFIXES = (".csv", ".parquet", ".json")
@@ -42,12 +43,23 @@ PREDICT_EPILOG = """examples:
   gemmperf predict --gpu h100-sxm5-80gb --input configs.csv --output out/predictions.parquet
   gemmperf predict --gpu h100-sxm5-80gb --testlist testlists/llm.csv --output llm.parquet
   gemmperf predict --gpu h100-sxm5-80gb --shape 4096x4096x4096 --tile 256x256x64 --stages 8 --what-if
+  gemmperf predict --gpu h100-sxm5-80gb --shape 64x7168x2048 --tile 64x128x64 --epilogue tma --split-k 4
+  gemmperf predict --gpu h100-sxm5-80gb --shape 64x7168x2048 --epilogue tma --persistent --raster grouped \
+      --stream-k
+  gemmperf predict --gpu h100-sxm5-80gb --shape 4096x4096x4096 --dtype fp8 --explain
 
 A configuration no kernel implements (tile, stages, shared memory, registers, dtype,
 architecture, clusters, a mode other than full) and a shape whose A, B and C do not fit
 in the GPU's memory are refused with the reason; --what-if predicts them anyway and
 flags each such row (column what_if). The parameters are results/<gpu>/params.json when
-it exists (written by gemmperf fit), else the GPU descriptor's defaults: the answer says which.
+it exists (written by gemmperf fit; results/<gpu>/<dtype>/params.json for a dtype other
+than bf16), else the GPU descriptor's defaults: the answer says which.
+
+--split-k S shares each tile's K among S CTAs (ws-hopper: 2, 3, 4, 6, 8 or 16), --stream-k
+lets a persistent kernel's CTAs share the (tile, k-block) iterations evenly; both run the
+cooperative schedule at the default raster group, and they exclude each other. --dtype
+fp8 is e4m3 in, bf16 out (tile K 128, the default tile's K in fp8). Only ws-pipelined
+sees split-K and stream-K; the other models predict the same tiling without them.
 """
 
 SIMULATE_EPILOG = """examples:
@@ -57,19 +69,28 @@ SIMULATE_EPILOG = """examples:
 Every event is one bar of the Gantt chart: warp (DMA-A, DMA-B, MATH, EPILOGUE), wave,
 stage, start_us, end_us. The work is bounded before it starts: more than %d events
 (waves x (3 k-blocks + 1)) is refused; --max-waves N simulates the first N waves only
-(all waves are alike).
+(all waves are alike). ws-stage does not model K shared among CTAs: with --split-k or
+--stream-k the configuration is checked, and each tile's whole K loop is shown.
 """ % MAX_EVENTS
+
+
+def default_tile(family: str, dtype: str) -> str:
+    """--tile's default: 128x128 with tile K 64, or the family's only tile K of ``dtype``
+    where 64 is not one (fp8 on ws-hopper: 128)."""
+    ks = sorted({t[2] for t in get_family(family).tiles(dtype)}) if family in FAMILIES else []
+    return f"128x128x{64 if 64 in ks or not ks else ks[0]}"
 
 
 def config_from_flags(a):
     """(Shape, KernelConfig) of the configuration flags (add_config_flags)."""
     shape = parse_shape(a.shape, a.dtype)
-    tm, tn, tk = parse_ints(a.tile, "--tile", 3)
+    tm, tn, tk = parse_ints(a.tile or default_tile(a.family, a.dtype), "--tile", 3)
     cm, cn = parse_ints(a.cluster, "--cluster", 2)
     cfg = KernelConfig(
         family=a.family, dtype=a.dtype, tile_m=tm, tile_n=tn, tile_k=tk, stages=a.stages,
         cluster_m=cm, cluster_n=cn, persistent=a.persistent, raster=a.raster, epilogue=a.epilogue,
-        schedule=a.schedule, group_m=a.group_m, persistent_ctas=a.persistent_ctas,
+        schedule=a.schedule, group_m=a.group_m, persistent_ctas=a.persistent_ctas, split_k=a.split_k,
+        stream_k=a.stream_k,
     )
     return shape, cfg
 
@@ -77,10 +98,10 @@ def config_from_flags(a):
 def add_config_flags(p, shape_required: bool = True) -> None:
     p.add_argument("--shape", required=shape_required, help="problem MxNxK, e.g. --shape 4096x4096x4096")
     p.add_argument("--dtype", default="bf16",
-                   help="input dtype (default bf16; simt computes fp32), e.g. --dtype fp16")
+                   help="input dtype (default bf16; simt computes fp32; fp8: e4m3 in, bf16 out), e.g. --dtype fp8")
     p.add_argument("--family", default="ws-hopper", choices=FAMILIES,
                    help="kernel family (default ws-hopper), e.g. --family ws-ampere")
-    p.add_argument("--tile", default="128x128x64", help="tile TMxTNxTK (default 128x128x64), e.g. --tile 128x256x64")
+    p.add_argument("--tile", help="tile TMxTNxTK (default 128x128x64; 128x128x128 in fp8), e.g. --tile 128x256x64")
     p.add_argument("--stages", type=int, default=4, help="shared-memory ring depth (default 4), e.g. --stages 3")
     p.add_argument("--cluster", default="1x1", help="thread-block cluster MxN (default 1x1; ws-hopper: 1x1, 2x1, "
                    "1x2, 2x2), e.g. --cluster 2x1")
@@ -94,6 +115,11 @@ def add_config_flags(p, shape_required: bool = True) -> None:
                    help="direct stores from registers, or tma through shared memory (default direct)")
     p.add_argument("--schedule", default="cooperative", choices=SCHEDULES,
                    help="consumer warpgroups on one tile (cooperative) or on a tile each (pingpong)")
+    p.add_argument("--split-k", type=int, default=1, metavar="S",
+                   help="share each tile's K among S CTAs, reducing their fp32 partial tiles (default 1: "
+                   "no split; ws-hopper: 2, 3, 4, 6, 8, 16), e.g. --split-k 4")
+    p.add_argument("--stream-k", action="store_true",
+                   help="stream-K: a persistent kernel's CTAs share the (tile, k-block) iterations evenly")
     p.add_argument("--what-if", action="store_true",
                    help="answer for configurations no kernel implements and shapes beyond the GPU's "
                    "memory too, flagging each such row (column what_if)")
@@ -175,13 +201,13 @@ def _what_if_note(out: pl.DataFrame) -> str | None:
 
 def cmd_predict(a) -> int:
     gpu = resolve_gpu(a.gpu)
-    pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu)
+    pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu, a.dtype)
     table, origin = _table(a, gpu)
     table = checked(table, origin, gpu, a.what_if)
     names = _model_names(a.model)
     correction = Correction.load(a.correction) if a.correction else None
     if a.corrected:
-        correction = correction or load_correction(RESULTS, gpu.slug)
+        correction = correction or load_correction(RESULTS, run_name(gpu.slug, a.dtype))
         names = [n for n in names if n != "ws-pipelined"] if a.model == "all" else []
     out = predict_all(table, pset, names, correction)
     answers.check_times(out)
@@ -230,9 +256,12 @@ def cmd_simulate(a) -> int:
     if a.max_waves is not None and a.max_waves < 1:
         raise UserError(f"--max-waves {a.max_waves}: must be >= 1")
     gpu = resolve_gpu(a.gpu)
-    pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu)
+    pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu, a.dtype)
     target = output_path(a.out) if a.out else None
     events, reason = _timeline(a, gpu, pset)
+    if a.split_k > 1 or a.stream_k:
+        print("note: ws-stage does not model K shared among CTAs: the timeline shows each tile's whole K loop "
+              "(gemmperf predict --model ws-pipelined models split-K and stream-K)", file=sys.stderr)
     answers.check_events(events)
     source = answers.params_source(pset, [(a.family, a.dtype)])
     if a.format == "json":
@@ -279,7 +308,7 @@ def add_parsers(sub) -> None:
                    help="correction.json: also predict the corrected ws-pipelined (the flag alone: none)")
     p.add_argument("--corrected", action="store_true",
                    help="only the corrected ws-pipelined (correction from --correction or "
-                   "results/<gpu>/correction.json)")
+                   "results/<gpu>/correction.json; results/<gpu>/<dtype>/ for a dtype other than bf16)")
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("simulate", help="the ws-stage event timeline of one configuration",
