@@ -138,8 +138,8 @@ def data_note(wildcards):
     }
     if r.source == "catalog" and PLAN.gpus[r.gpu].source == "shipped":
         notes["catalog"] = (
-            f"No {r.dtype} measurements: the shipped ones (results/{r.gpu}/shipped/) are of "
-            "other dtypes, so the model parameters are descriptor defaults; nothing here was measured."
+            f"No {r.dtype} measurements: the shipped data (results/{r.gpu}/shipped/) has none "
+            "of this dtype, so the model parameters are descriptor defaults; nothing here was measured."
         )
     dtype = "" if r.name == r.gpu else f"{r.dtype} inputs. "
     return dtype + notes[r.source]
