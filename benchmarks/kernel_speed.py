@@ -86,8 +86,7 @@ CANDIDATES = {
         _hop(64, 64, 8, epilogue="tma"),
         *(_split(tm, tn, st, s) for tm, tn, st in ((64, 64, 8), (64, 128, 6), (64, 256, 4), (128, 128, 4))
           for s in (2, 3, 4, 6, 8, 16)),
-        *(_hop(tm, tn, st, epilogue="tma", stream_k=True) for tm, tn, st in ((64, 128, 6), (64, 256, 4),
-                                                                            (128, 256, 4))),
+        *(_hop(tm, tn, st, epilogue="tma", stream_k=True) for tm, tn, st in ((64, 128, 6), (128, 256, 4))),
     ],
     "ws-ampere": [
         KC("ws-ampere", "bf16", 128, 128, 64, 3),

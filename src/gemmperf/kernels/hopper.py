@@ -122,8 +122,9 @@ class WsHopper(Family):
         return int(DTYPE_BYTES[cfg.dtype])
 
     def tile_k_for(self, dtype: str) -> int:
-        """The tile K of ``dtype``: one 128-byte swizzled row."""
-        return SWIZZLE_ROW_BYTES // int(DTYPE_BYTES[dtype])
+        """The tile K of ``dtype``: one 128-byte swizzled row (256 elements of a 4-bit
+        type, which ws-hopper does not take)."""
+        return int(SWIZZLE_ROW_BYTES / DTYPE_BYTES[dtype])
 
     def tiles(self, dtype: str | None = None) -> list[tuple[int, int, int]]:
         k = self.tile_k_for(dtype or self.default_dtype)
@@ -140,6 +141,10 @@ class WsHopper(Family):
         reason = super().check_shape(cfg)
         if reason:
             return reason
+        # ptxas spills 8 bytes when one consumer warpgroup holds 128 accumulators and
+        # walks stream-K's 64-bit iteration space (64x256 tiles; seen with NVRTC 13.0)
+        if cfg.stream_k and self.consumer_warpgroups(cfg) == 1 and self.accumulators_per_thread(cfg) >= 128:
+            return "stream-K with 128 accumulators on one consumer warpgroup (64x256) spills registers"
         # multicast slices are whole 8-row groups of the 128-byte swizzle (1024 bytes)
         if (cfg.tile_m // cfg.cluster_n) % 8 or (cfg.tile_n // cfg.cluster_m) % 8:
             return "a cluster's multicast slices must be multiples of 8 rows"
