@@ -317,3 +317,106 @@ def test_persistent_ctas_caps_the_wave_and_group_m_moves_the_l2_panels():
     assert (r1[0][0], r1[1][0]) == (5, 32) and (r16[0][0], r16[1][0]) == (16, 9)
     hits = W.predict(pl.concat([_big(group_m=g) for g in (1, 8)]), PS)["l2_hit_rate_est"].to_list()
     assert hits[0] != hits[1]
+
+
+# ---------------------------------------------------------------- split-K, stream-K, fp8 (issue 16)
+
+
+def _decode(**extra):
+    """1 x 4096 x 14336 (a decode GEMM: 32 tiles of 64x128, 224 k-blocks) on ws-hopper,
+    ``extra`` over it (non-persistent, row raster, TMA epilogue, 6 stages)."""
+    shape = {"m": extra.pop("m", 1), "n": extra.pop("n", 4096), "k": extra.pop("k", 14336)}
+    cfg = KernelConfig("ws-hopper", "bf16", 64, 128, 64, 6, epilogue="tma").replace(**extra)
+    return pl.DataFrame([{**shape, **cfg.as_dict()}])
+
+
+def test_split_k_makes_items_of_shorter_k_loops_and_pays_their_fixup():
+    out = W.predict(pl.concat([_decode(split_k=s) for s in (1, 2, 4, 16)]), PS)
+    assert out["tiles"].to_list() == [32] * 4
+    assert out["work_items"].to_list() == [32, 64, 128, 512]
+    assert out["k_stages"].to_list() == [224, 112, 56, 14]
+    assert out["waves"].to_list() == [1, 1, 1, 4]
+    red = out["reduction_us"].to_list()
+    assert red[0] == 0.0 and 0 < red[1] < red[2] < red[3]  # Sk partials read back per tile
+    parts = out.select(pl.sum_horizontal("init_us", "fill_us", "mainloop_us", "epilogue_us", "reduction_us",
+                                         "overhead_us")).to_series().to_list()
+    assert parts == pytest.approx(out["predicted_us"].to_list(), rel=1e-12)
+    # the decode GEMM is bound by 32 CTAs' load paths: more CTAs in flight pay, the fix-up
+    # is one row of fp32 partials (rows < M only); a square with many tiles does not pay
+    t = out["predicted_us"].to_list()
+    assert t[1] < 0.8 * t[0] and t[2] < 0.8 * t[0]
+    big = W.predict(pl.concat([_big(persistent=False, raster="row", split_k=s) for s in (1, 2)]), PS)
+    assert big["predicted_us"][1] > big["predicted_us"][0]
+    rows128 = W.predict(_decode(m=128, split_k=4), PS)["reduction_us"][0]
+    # 64 rows, not 1, of 128 fp32 columns, 4 partials read back
+    assert rows128 > red[2] + 63 * 128 * 4 * 4 / W.default_constants(GPU).partial_read_bytes_per_us
+    # switched off, the partials reduce for free: the items and their K loops stay
+    off = W.predict(_decode(split_k=4), PS, split_k_fixup=False)
+    assert off["reduction_us"][0] == 0.0 and off["mainloop_us"][0] == out["mainloop_us"][2]
+    assert off["predicted_us"][0] < t[2]
+
+
+def test_stream_k_workers_share_the_iterations_and_fix_up_their_partial_tiles():
+    sk = W.predict(_decode(persistent=True, raster="grouped", stream_k=True), PS).row(0, named=True)
+    dp = W.predict(_decode(persistent=True, raster="grouped"), PS).row(0, named=True)
+    # 32 units x 224 k-blocks over 132 workers: 55 iterations each, a tile shared by up to 6
+    assert (sk["work_items"], sk["waves"], sk["k_stages"]) == (132, 1, 55)
+    assert sk["reduction_us"] > 0 and sk["predicted_us"] < 0.8 * dp["predicted_us"]
+    # a worker's 55 iterations cross one tile boundary: 53 steady periods, not 54
+    assert sk["full_periods"] == 53
+    off = W.predict(_decode(persistent=True, raster="grouped", stream_k=True), PS, stream_k_fixup=False)
+    assert off["reduction_us"][0] == 0.0 and off["full_periods"][0] == 54
+    # ranges that start and end on tiles (132 tiles, one per worker) share nothing:
+    # stream-K is then the data-parallel persistent kernel, bit for bit
+    even = dict(n=132 * 128, persistent=True, raster="grouped")
+    a = W.predict(_decode(stream_k=True, **even), PS).drop("stream_k")
+    b = W.predict(_decode(**even), PS).drop("stream_k")
+    assert a.equals(b)
+
+
+def test_k_sharing_switches_leave_every_other_row_bit_for_bit():
+    df = pl.concat([_big(), _big(epilogue="tma", cluster_m=2), _big(schedule="pingpong", tile_n=128),
+                    _decode(), _decode(persistent=True, raster="column", stages=4)])
+    on = W.predict(df, PS)
+    off = W.predict(df, PS, split_k_fixup=False, stream_k_fixup=False)
+    assert on.equals(off)
+    assert (on["reduction_us"] == 0).all() and (on["work_items"] == on["tiles"]).all()
+
+
+def test_fp8_reads_one_byte_runs_twice_the_math_rate_and_writes_bf16():
+    from gemmperf.models import columns
+
+    f8 = KernelConfig("ws-hopper", "fp8", 128, 256, 128, 4, persistent=True, raster="grouped")
+    bf = KernelConfig("ws-hopper", "bf16", 128, 256, 64, 4, persistent=True, raster="grouped")
+    df = pl.DataFrame([{"m": 8192, "n": 8192, "k": 8192, **c.as_dict()} for c in (f8, bf)])
+    assert columns.fill_configs(df)["out_dtype"].to_list() == ["bf16", "bf16"]
+    out = W.predict(df, PS)
+    # a k-block of fp8 (TK 128 at the fp8 tensor rate) takes the time of a bf16 one (TK 64)
+    assert out["stage_math_us"][0] == pytest.approx(out["stage_math_us"][1], rel=1e-12)
+    assert out["k_stages"].to_list() == [64, 128]
+    assert out["predicted_us"][0] < 0.6 * out["predicted_us"][1]
+    # C is bf16 whether the row says so or not; an fp8 C would be half the bytes
+    named = W.predict(df.head(1).with_columns(pl.lit("bf16").alias("out_dtype")), PS)
+    assert named["predicted_us"][0] == out["predicted_us"][0]
+    one = W.predict(df.head(1).with_columns(pl.lit("fp8").alias("out_dtype")), PS)
+    assert one["epilogue_us"][0] < out["epilogue_us"][0]
+    for name in ("sol", "sync", "ws-stage", "ws-persistent"):  # the other models take fp8 rows too
+        assert np.isfinite(predict(df, PS, name)["predicted_us"].to_numpy()).all()
+
+
+def test_other_models_predict_k_sharing_rows_as_their_tiling():
+    base = _decode(persistent=True, raster="grouped")
+    df = pl.concat([base, _decode(split_k=4, persistent=True, raster="grouped"),
+                    _decode(persistent=True, raster="grouped", stream_k=True)])
+    for name in ("sol", "sync", "ws-stage", "ws-persistent"):
+        t = predict(df, PS, name)["predicted_us"].to_list()
+        assert t[0] == t[1] == t[2], name
+
+
+def test_k_sharing_constants_are_fitted_only_on_rows_that_share_k():
+    _, plain = W.prepare(pl.concat([_decode(), _big()]), PS)
+    _, shared = W.prepare(pl.concat([_decode(), _decode(split_k=2)]), PS)
+    for name in ("partial_write_bytes_per_us", "partial_read_bytes_per_us", "fixup_sync_us"):
+        assert name in W.FITTED
+        assert not W.rows_of(name, plain) and W.rows_of(name, shared)
+    assert W.rows_of("l2_bytes_per_us", plain)

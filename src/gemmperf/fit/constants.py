@@ -79,7 +79,8 @@ def fit_constants(meas: pl.DataFrame, pset: ParamSet, names=FIT_NAMES, prior: fl
         grid = W.grid_of(arr)  # the constants vary, the tiles and waves do not
         y = np.log(sub.get_column("time_us").to_numpy().astype(float))
         base = _current(out, family, dtype)
-        fit_names = [n for n in names if base.get(n, 0.0) > 0]
+        # a constant that enters no row's prediction (split-K's on rows without it) keeps its value
+        fit_names = [n for n in names if base.get(n, 0.0) > 0 and (n not in W.CONSTANTS or W.rows_of(n, arr))]
 
         def residuals(theta, arr=arr, y=y, base=base, fit_names=fit_names, grid=grid):
             a = dict(arr)

@@ -7,7 +7,7 @@ and the result back into columns. No Python loop touches individual rows.
 
 Columns a model can ask for by name (its ``INPUTS``):
 - configuration: m, n, k, tile_m, tile_n, tile_k, stages, cluster_m, cluster_n
-- element sizes: in_bytes, out_bytes (from ``DTYPE_BYTES``), sf_bytes_per_elem
+- element sizes: in_bytes, out_bytes (``DTYPE_BYTES`` of dtype and out_dtype), sf_bytes_per_elem
   (block-scale bytes per input element: 1/16 for nvfp4, 0 otherwise)
 - parameters (``params.PARAM_NAMES``): t_init_us, t_epilogue_us, load_bytes_per_us,
   load_latency_us, math_flops_per_us, math_latency_us, l2_hit_rate
@@ -22,7 +22,7 @@ import polars as pl
 from ..errors import UserError
 from ..kernels import get_family
 from ..params import PARAM_NAMES, ParamSet
-from ..problem import CONFIG_COLUMNS, DTYPE_BYTES, EPILOGUES, SCALE_FACTORS, SCHEDULES, KernelConfig
+from ..problem import CONFIG_COLUMNS, DTYPE_BYTES, EPILOGUES, OUT_DTYPES, SCALE_FACTORS, SCHEDULES, KernelConfig
 from ..tables import INT_COLUMNS, SHAPE_COLUMNS, ZERO_OK_COLUMNS
 _DEFAULTS = KernelConfig().as_dict()
 _BYTES = {d: float(b) for d, b in DTYPE_BYTES.items()}
@@ -61,7 +61,8 @@ def waves(m, n, tile_m, tile_n, sms):
 
 
 def fill_configs(configs: pl.DataFrame) -> pl.DataFrame:
-    """Add missing config columns (KernelConfig defaults, out_dtype = dtype), cast, check."""
+    """Add missing config columns (KernelConfig defaults; out_dtype the input dtype's output
+    type, ``problem.OUT_DTYPES``: bf16 for fp8, else the dtype itself), cast, check."""
     if not isinstance(configs, pl.DataFrame):
         raise UserError(f"configs must be a polars DataFrame, got {type(configs).__name__}")
     missing = [c for c in SHAPE_COLUMNS if c not in configs.columns]
@@ -70,13 +71,13 @@ def fill_configs(configs: pl.DataFrame) -> pl.DataFrame:
     df = configs.with_columns(
         pl.lit(_DEFAULTS[c]).alias(c) for c in CONFIG_COLUMNS if c not in configs.columns
     )
-    if "out_dtype" not in df.columns:
-        df = df.with_columns(pl.col("dtype").alias("out_dtype"))
+    if "out_dtype" not in df.columns:  # the kernel's output type (fp8 writes bf16: KernelConfig.out_dtype)
+        df = df.with_columns(pl.col("dtype").cast(pl.Utf8).replace(OUT_DTYPES).alias("out_dtype"))
     try:
         df = df.with_columns(
             *(pl.col(c).cast(pl.Int64) for c in INT_COLUMNS),
             pl.col("family", "dtype", "out_dtype", "epilogue", "schedule").cast(pl.Utf8),
-            pl.col("persistent").cast(pl.Boolean),
+            pl.col("persistent", "stream_k").cast(pl.Boolean),
         )
     except pl.exceptions.PolarsError as err:
         raise UserError(f"configs: a column has the wrong type ({err})") from None

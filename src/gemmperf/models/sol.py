@@ -6,7 +6,9 @@
               + block-scale factors of A and B (nvfp4: 1 byte per 16 elements)
 
 Each byte of A, B and C moves once and no tile, wave or latency is counted, so this
-is a lower bound that real kernels approach only for large, well-shaped problems.
+is a lower bound that real kernels approach only for large, well-shaped problems. It is
+the same bound for split-K and stream-K, whose fp32 partials stay in L2 (C's bytes are
+those of ``out_dtype``: bf16 for fp8 inputs).
 
 Columns: predicted_us, limiter ("math" or "dram"), math_us, dram_us.
 """

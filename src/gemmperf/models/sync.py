@@ -12,6 +12,9 @@ pays it; the WS-stage model pays it per wave too, which keeps the two comparable
 gap between them is then the overlap alone). Padded tiles (M or N not a multiple of
 the tile) and a partial last K stage cost a full tile / stage, as on the hardware.
 
+The paper's kernel has one CTA per tile and nothing else: a row with clusters, another
+epilogue or schedule, a raster group, split-K or stream-K is predicted as its tile.
+
 Limiter: "load" if T_LOAD_A + T_LOAD_B >= T_MATH, else "math".
 Columns: predicted_us, limiter, load_us, math_us, epilogue_us, init_us (the four
 terms of the sum), stage_load_a_us, stage_load_b_us, stage_math_us (one stage),

@@ -26,6 +26,8 @@ by the cm CTAs of a column, so each SM loads A/cn and B/cm.
     last epilogue = EPI(s of the last wave: the remainder if any, else a full wave)
 
 This reproduces gemm-model's printed examples digit for digit (see the tests).
+gemm-model's kernel has whole tiles and clusters only: a row with another epilogue or
+schedule, a raster group, split-K or stream-K is predicted as its tiling without them.
 Deviations, none of which changes those examples: the first load's K extent is capped
 at K (a problem with K < TK loads K, not TK), and a cluster larger than the GPU runs
 one cluster at a time instead of dividing by zero.

@@ -36,6 +36,9 @@ waiting time, Wait(1) = Sb(1) + T_LOAD_B, Wait(i) = Sm(i) - (Sm(i-1) + T_MATH),
 telescopes to Sm(S) - (S-1)*T_MATH; we evaluate it without that cancellation as
     sum Wait = L + (S-1) * (max(L - T_MATH, 0) if B >= 2 else L).
 
+The paper's kernel has one CTA per tile: a row with clusters, another epilogue or
+schedule, a raster group, split-K or stream-K is predicted as its tile and ring.
+
 Limiter: "epilogue" if T_EPILOGUE exceeds the wave's K loop (Sm(S) + T_MATH), else
 "math" if T_MATH > L, else "load".
 Columns: predicted_us, limiter, mainloop_us (W * (Sm(S) + T_MATH), or W * Sm(S) with

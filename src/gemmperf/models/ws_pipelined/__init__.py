@@ -1,13 +1,19 @@
 """ws-pipelined: the warp-specialized kernel with its K loop pipelined through the ring.
 
-Persistent or not, one CTA per SM; each CTA runs whole output tiles. Beyond
+Persistent or not, one CTA per SM; each CTA runs work items: whole output tiles, or
+with split-K and stream-K parts of a tile's K loop, whose fp32 partials it reduces. Beyond
 ``ws-persistent`` (gemm-model's phases) this model follows the ws-hopper kernel as it is
 written: a producer issues TMA loads of A and B k-blocks into a ring of B = ``stages``
 buffers; the consumer warpgroups run wgmma on them and, for the same tile, the epilogue
 (registers -> global stores, or through shared memory and TMA stores). Clusters of
 cm x cn CTAs take units of cm x cn tiles and multicast the operand tiles they share;
 a wave holds the CTAs that fit at once in such clusters (``GPU.ctas_in_clusters``),
-capped by ``persistent_ctas`` on a persistent grid (geometry.py).
+capped by ``persistent_ctas`` on a persistent grid (geometry.py). Split-K (``split_k`` =
+Sk > 1) makes Sk work items of every tile, each of ceil(KT/Sk) k-blocks, in waves like
+tiles; stream-K (``stream_k``) gives each of Wc persistent workers an equal range of
+I = ceil(U*KT/Wc) (unit, k-block) iterations, one wave of I k-blocks (geometry.py).
+fp8 (e4m3) is a dtype: 1-byte A and B, tile K 128, C written in bf16 (``out_dtype``),
+the tensor cores at the GPU's fp8 rate (the parameters of the (family, fp8) entry).
 
 Modules: ``geometry`` (tiles, waves, the panels a wave reads, L2 hit rates: the
 ``Grid``, integer inputs only, which a fit computes once with ``grid_of``),
@@ -37,19 +43,27 @@ assumption so its contribution shows):
   memory; the stores drain behind the next tile (the last tile's at the end).
 - ``pingpong_overlap``: ping-pong consumers on a persistent grid hide a tile's epilogue
   (beyond the other warpgroup's S*Tc) and the next fill.
+- ``split_k_fixup``: split-K's reduction on each wave's critical path: the partial
+  written, the arrival, the last arriver reading all Sk partials back from L2.
+- ``stream_k_fixup``: stream-K's tile boundaries inside a worker's range (segment ends,
+  epilogues, exposed fills) and its partial tiles' fix-up.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and
 Pk(a) = max(Tc, x, (lat_ring + lat_oob + x + Tc)/B) the steady period:
     fill(a) = load_latency_us + lat_oob(a) + x(a),   Lk(a) = (S - 1)*Pk(a) + Tc
-    E(a)    = the epilogue (compose.epilogue)
-Whole kernel, W = F + [R > 0] waves (F full waves with a = P, then R CTAs):
-  persistent (grid = min(T, P)): the producer prefetches the next tile's ring during the
-  epilogue, so only the part of the next fill longer than the epilogue is exposed:
+    E(a)    = the epilogue (compose.epilogue) + split-K's fix-up F_split(a) (0 otherwise)
+Whole kernel, W = F + [R > 0] waves of work items (F full waves with a = P, then R CTAs;
+S the k-blocks of an item):
+  persistent (grid = min(items, P)): the producer prefetches the next item's ring during
+  the epilogue, so only the part of the next fill longer than the epilogue is exposed:
       t = t_init + fill(a1) + sum over waves [Lk(a) + E(a) + tile_overhead_us]
             + (W - 1) * max(fill - E, 0)
-  non-persistent (grid = T): each wave's CTAs start cold:
+  non-persistent (grid = items): each wave's CTAs start cold:
       t = t_init + sum over waves [cta_launch_us + fill(a) + Lk(a) + E(a)]
+  stream-K (one wave of Wc workers, S = I): the persistent t, plus for a worker's n_seg
+  tile segments (n_seg - 1)*(Tc - Pk + max(fill - E, 0) + tile_overhead_us), the
+  epilogues beyond the first and its partials' fix-up (effects.stream_k_fixup).
 
 Constants beyond ``params.PARAM_NAMES`` (``CONSTANTS``) are the fields of
 ``PipelinedConstants`` (units, meaning and plausible range in its field metadata):
@@ -59,18 +73,22 @@ Limiter (``Limiter``; the column holds its lower-case name) of the first wave's 
 state: "load" (x, DRAM term), "l2" (x, L2 term), "math", "smem", "latency" (the
 (lat + x + Tc)/B term), "epilogue" (E exceeds the loop).
 Columns: predicted_us, limiter, init_us, fill_us, mainloop_us, epilogue_us,
-overhead_us, stage_load_us, stage_math_us, stage_smem_us, stage_period_us (first wave),
+reduction_us (split-K's and stream-K's partial writes, arrivals and fix-up reads),
+overhead_us (predicted_us is their sum), full_periods and last_periods (the K loops'
+steady periods on the critical path, of the full waves and of the last one),
+stage_load_us, stage_math_us, stage_smem_us, stage_period_us (first wave),
 full_wave_period_us (a full wave's, averaged over the waves' L2 hit rates),
-l2_hit_rate_est, padding_waste, tiles, waves, last_wave_sms, k_stages.
+l2_hit_rate_est, padding_waste, tiles (T), work_items (CTAs' worth of work items),
+wave_ctas, waves (of work items), last_wave_sms, k_stages (k-blocks of a work item).
 How each effect was found and what it fixed: benchmarks/MODEL_ACCURACY.md.
 """
 
 from __future__ import annotations
 
 from .compose import LIMITERS, Limiter, evaluate
-from .constants import CONSTANTS, FITTED, PipelinedConstants, constants_for, default_constants, ranges
+from .constants import CONSTANTS, FITTED, PipelinedConstants, constants_for, default_constants, ranges, rows_of
 from .effects import line_factor
-from .geometry import reuse_distance, wave_hit_rate, wave_panels
+from .geometry import reuse_distance, take, wave_hit_rate, wave_panels
 from .inputs import EFFECTS, INPUTS, Switches, grid_of
 from .table import RASTER_CODES, finish, predict, prepare
 
@@ -78,4 +96,5 @@ NAME = "ws-pipelined"
 
 __all__ = ["CONSTANTS", "EFFECTS", "FITTED", "INPUTS", "LIMITERS", "NAME", "RASTER_CODES", "Limiter",
            "PipelinedConstants", "Switches", "constants_for", "default_constants", "evaluate", "finish",
-           "grid_of", "line_factor", "predict", "prepare", "ranges", "reuse_distance", "wave_hit_rate", "wave_panels"]
+           "grid_of", "line_factor", "predict", "prepare", "ranges", "reuse_distance", "rows_of", "take", "wave_hit_rate",
+           "wave_panels"]

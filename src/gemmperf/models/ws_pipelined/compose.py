@@ -7,6 +7,7 @@ from enum import IntEnum
 
 import numpy as np
 
+from ..columns import ceil_div
 from . import effects as E
 from .geometry import Grid, Span
 from .inputs import INPUTS, Inputs, Switches
@@ -71,6 +72,7 @@ class Wave:
     """One tile's timeline in a wave of ``a`` CTAs."""
 
     a: np.ndarray
+    a_out: np.ndarray  # CTAs of the wave that store C (split-K: ceil(a/Sk))
     t_load: np.ndarray  # x, per k-block
     l2_bound: np.ndarray  # the L2 term of x binds
     lat_oob: np.ndarray
@@ -78,15 +80,18 @@ class Wave:
     rest: np.ndarray  # K loop after the fill
     period: np.ndarray
     epilogue: np.ndarray
+    fixup: np.ndarray  # split-K's fix-up before the epilogue (effects.split_k_fixup)
 
 
 def wave(x: Inputs, w: Span, h, t_c, pad: E.Padding) -> Wave:
     a, a_bytes, b_bytes = w.a, *E.cta_bytes(x)
+    a_out = ceil_div(a, x.split_k)
     t_load, l2_bound = E.bandwidth_sharing(x, w, h, a_bytes + b_bytes, pad.loaded, E.row_alignment(x))
     lat_oob = E.boundary_fill(x, a)
     rest, period = E.pipelining(x, t_load, t_c, lat_oob)
-    return Wave(a=a, t_load=t_load, l2_bound=l2_bound, lat_oob=lat_oob, fill=x.load_latency_us + lat_oob + t_load,
-                rest=rest, period=period, epilogue=epilogue(x, a, pad.scalar_stores))
+    return Wave(a=a, a_out=a_out, t_load=t_load, l2_bound=l2_bound, lat_oob=lat_oob,
+                fill=x.load_latency_us + lat_oob + t_load, rest=rest, period=period,
+                epilogue=epilogue(x, a_out, pad.scalar_stores), fixup=E.split_k_fixup(x, a))
 
 
 def full_wave_hit_rate(x: Inputs):
@@ -100,20 +105,26 @@ def full_wave_hit_rate(x: Inputs):
 
 
 def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale, t_c) -> dict:
-    """init, fill, mainloop, epilogue and overhead of the whole kernel (us).
+    """init, fill, mainloop, epilogue, reduction and overhead of the whole kernel (us), and
+    the steady periods of the full waves' and the last wave's K loops on the critical path
+    (``full_periods``, ``last_periods``: F*(S-1) and [R>0]*(S-1), less stream-K's
+    segment ends), which the optimizer's split of the time reads (optimize/pipelined.py).
 
     persistent (grid = min(T, P)): the producer prefetches the next tile's ring during
     the epilogue, so only the part of a later fill longer than the epilogue is exposed;
     non-persistent (grid = T): each wave's CTAs start cold and pay ``cta_launch_us``.
     Ping-pong (``effects.pingpong_overlap``) hides epilogues and later fills behind the
     other consumer warpgroup's main loop; the TMA-store epilogue drains its last tile's
-    stores at the end (``store_drain``)."""
+    stores at the end (``store_drain``). Split-K's fix-up (``effects.split_k_fixup``)
+    precedes each wave's epilogue; stream-K's one wave of workers adds its segment ends,
+    epilogues and fix-up (``stream_k_terms``)."""
     g = x.grid
     has_rem = g.rem > 0
     mainloop = scale * (g.full_waves * full.rest + has_rem * last.rest)
     epi = g.full_waves * full.epilogue + has_rem * last.epilogue
-    exposed_full = np.maximum(full.fill - full.epilogue, 0.0)
-    exposed_last = np.maximum(last.fill - full.epilogue, 0.0)
+    red = g.full_waves * full.fixup + has_rem * last.fixup
+    exposed_full = np.maximum(full.fill - (full.epilogue + full.fixup), 0.0)
+    exposed_last = np.maximum(last.fill - (full.epilogue + full.fixup), 0.0)
     later_fills = np.where(has_rem, np.maximum(g.full_waves - 1, 0) * exposed_full
                            + (g.full_waves > 0) * exposed_last,
                            np.maximum(g.full_waves - 1, 0) * exposed_full)
@@ -122,13 +133,37 @@ def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale, t_c) -> 
         epi, later_fills = np.where(overlap.on, overlap.epilogue, epi), np.where(overlap.on, 0.0, later_fills)
     fill_p = scale * (first.fill + later_fills)
     fill_np = scale * (g.full_waves * full.fill + has_rem * last.fill)
-    return {
+    terms = {
         "init_us": np.asarray(x.t_init_us, dtype=np.float64),
         "fill_us": np.where(x.persistent, fill_p, fill_np),
         "mainloop_us": mainloop,
-        "epilogue_us": epi + store_drain(x, np.where(has_rem, last.a, full.a)),
+        "epilogue_us": epi + store_drain(x, np.where(has_rem, last.a_out, full.a_out)),
+        "reduction_us": red,
         "overhead_us": np.where(x.persistent, g.n_waves * x.c.tile_overhead_us, g.n_waves * x.c.cta_launch_us),
+        "full_periods": g.full_waves * (g.k_blocks - 1),
+        "last_periods": has_rem * (g.k_blocks - 1),
     }
+    return stream_k_terms(x, terms, first, scale, t_c)
+
+
+def stream_k_terms(x: Inputs, terms: dict, first: Wave, scale, t_c) -> dict:
+    """``terms`` with stream-K's (``effects.stream_k_fixup``) added on its rows: its one wave
+    of workers (the first) runs n_seg segments, so n_seg - 1 of its steady periods are a
+    segment's last k-block (Tc) instead, each later segment's fill is exposed beyond the
+    epilogue and costs a tile overhead; the extra epilogues and the partials' reduction."""
+    sk = E.stream_k_fixup(x, first.a)
+    if sk is None:
+        return terms
+    on = x.stream_k > 0
+    seg = sk.segments
+    exposed = np.maximum(first.fill - first.epilogue, 0.0)
+    add = {"mainloop_us": scale * seg * (t_c - first.period), "fill_us": scale * seg * exposed,
+           "epilogue_us": sk.epilogues * first.epilogue, "reduction_us": sk.reduction,
+           "overhead_us": seg * x.c.tile_overhead_us}
+    out = {name: np.where(on, value + add[name], value) if name in add else value for name, value in terms.items()}
+    for name in ("full_periods", "last_periods"):
+        out[name] = np.where(on & (terms[name] > 0), terms[name] - seg, terms[name])
+    return out
 
 
 def limiter(x: Inputs, first: Wave, t_c, t_math, t_smem):
@@ -141,7 +176,7 @@ def limiter(x: Inputs, first: Wave, t_c, t_math, t_smem):
     mem_or = np.where(first.t_load >= np.maximum(t_c, lat_term), np.where(first.l2_bound, Limiter.L2, Limiter.LOAD),
                       np.where(t_c >= lat_term, core, Limiter.LATENCY))
     loop_first = first.fill + (x.grid.k_blocks - 1) * first.period + t_c
-    return np.where(first.epilogue > loop_first, Limiter.EPILOGUE, mem_or).astype(np.int8)
+    return np.where(first.epilogue + first.fixup > loop_first, Limiter.EPILOGUE, mem_or).astype(np.int8)
 
 
 def evaluate(*, model_options: dict | None = None, grid: Grid | None = None, **named) -> dict[str, np.ndarray]:
@@ -161,6 +196,7 @@ def evaluate(*, model_options: dict | None = None, grid: Grid | None = None, **n
     last = wave(x, g.last, E.l2_reuse(x, g.last), t_c, pad)
     terms = kernel_terms(x, first, full, last, pad.work_scale, t_c)
     total = terms["init_us"] + terms["fill_us"] + terms["mainloop_us"] + terms["epilogue_us"] + terms["overhead_us"]
+    total = np.where(terms["reduction_us"] > 0, total + terms["reduction_us"], total)
     columns = {
         "predicted_us": total,
         "limiter": limiter(x, first, t_c, t_math, t_smem),
@@ -173,12 +209,14 @@ def evaluate(*, model_options: dict | None = None, grid: Grid | None = None, **n
         "l2_hit_rate_est": h_first,
         "padding_waste": 1.0 - g.useful,
         "tiles": g.tiles,
+        "work_items": g.items,
         "wave_ctas": g.wave_ctas,
         "waves": g.n_waves,
         "last_wave_sms": g.last_a,
         "k_stages": g.k_blocks,
     }
-    ints = ("limiter", "tiles", "wave_ctas", "waves", "last_wave_sms", "k_stages")
+    ints = ("limiter", "tiles", "work_items", "wave_ctas", "waves", "last_wave_sms", "k_stages", "full_periods",
+            "last_periods")
     return {name: np.broadcast_to(value, x.shape).astype(np.int8 if name == "limiter" else
                                                          np.int64 if name in ints else np.float64)
             for name, value in columns.items()}

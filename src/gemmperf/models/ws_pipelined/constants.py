@@ -13,13 +13,23 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ...hardware import GPU
 from ...params import ParamSet
 
 
-def _const(default, unit: str, meaning: str, lo: float, hi: float, fit: bool = True):
-    """A constant's field: ``default(gpu)`` gives its descriptor default."""
-    return field(metadata={"default": default, "unit": unit, "meaning": meaning, "range": (lo, hi), "fit": fit})
+def _const(default, unit: str, meaning: str, lo: float, hi: float, fit: bool = True, rows=None):
+    """A constant's field: ``default(gpu)`` gives its descriptor default; ``rows(arrays)``
+    the rows of evaluate()'s named input arrays whose prediction it enters (None: all),
+    so that a fit on rows none of which it enters leaves it at its value."""
+    return field(metadata={"default": default, "unit": unit, "meaning": meaning, "range": (lo, hi), "fit": fit,
+                           "rows": rows})
+
+
+def k_shared(v: dict):
+    """The rows that share a tile's K among CTAs (split-K or stream-K)."""
+    return (v["split_k"] > 1) | (v["stream_k"] > 0)
 
 
 def per_clock(bytes_per_clock: float):
@@ -79,6 +89,15 @@ class PipelinedConstants:
         fixed(0.9), "share", "tensor-core busy share one consumer warpgroup sustains (64-row tiles)", 0.25, 1.0)
     l2_effective_fraction: float = _const(
         fixed(0.5), "share", "share of the L2 that holds a CTA's near data (one partition)", 0.05, 1.0, fit=False)
+    partial_write_bytes_per_us: float = _const(
+        per_clock(64.0), "B/us", "one SM's rate of writing fp32 partial tiles to the L2 workspace (split-K, "
+        "stream-K)", 1e4, 5e5, rows=k_shared)
+    partial_read_bytes_per_us: float = _const(
+        per_clock(32.0), "B/us", "one SM's rate of reading partial tiles back from L2 in the fix-up (dependent "
+        "loads and adds, latency-bound)", 5e3, 5e5, rows=k_shared)
+    fixup_sync_us: float = _const(
+        fixed(1.0), "us", "a partial's arrival: memory fence, atomic counter round trip, warpgroup barrier",
+        0.0, 10.0, rows=k_shared)
 
     @classmethod
     def defaults(cls, gpu: GPU) -> PipelinedConstants:
@@ -91,6 +110,13 @@ class PipelinedConstants:
 
 CONSTANTS = tuple(f.name for f in dataclasses.fields(PipelinedConstants))
 FITTED = tuple(f.name for f in dataclasses.fields(PipelinedConstants) if f.metadata["fit"])
+
+
+def rows_of(name: str, arrays: dict):
+    """Whether constant ``name`` enters the prediction of any row of evaluate()'s named
+    input ``arrays`` (its ``rows`` predicate; True for a constant every row uses)."""
+    rows = next(f for f in dataclasses.fields(PipelinedConstants) if f.name == name).metadata["rows"]
+    return rows is None or bool(np.any(rows(arrays)))
 
 
 def ranges() -> dict[str, tuple[float, float]]:

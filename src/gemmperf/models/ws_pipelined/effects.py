@@ -181,7 +181,7 @@ def coalesced_reads(x: Inputs, w: Span, loaded):
     g = x.grid
     c_m = np.exp(-(g.d_m - 1) / x.c.coalesce_distance)
     c_n = np.exp(-(g.d_n - 1) / x.c.coalesce_distance)
-    r_m, r_n = w.r_m, w.r_n
+    r_m, r_n = w.r_m * w.mult, w.r_n * w.mult  # distinct panel segments (split-K: K segments)
     part_a = (c_m * np.minimum(r_m, a) + (1 - c_m) * a) * a_bytes
     part_b = (c_n * np.minimum(r_n, a) + (1 - c_n) * a) * b_bytes
     return (part_a + part_b) * loaded
@@ -239,3 +239,70 @@ def pingpong_overlap(x: Inputs, e_full, e_final, t_c):
     on = (x.schedule == 1) & x.persistent
     hidden = np.maximum(e_full - x.grid.k_blocks * t_c, 0.0)
     return Overlap(on=on, epilogue=np.maximum(x.grid.n_waves - 1, 0) * hidden + e_final)
+
+
+def partial_bytes(x: Inputs):
+    """Bytes of one CTA's fp32 partial tile, Pb = min(TM, M) * TN * 4: only rows < M are
+    written and read back (M = 1: one row); the largest tile's rows bound the wave."""
+    return np.minimum(x.tile_m, x.m) * x.tile_n * 4.0
+
+
+def reduction(x: Inputs, a, writes, reads, readers):
+    """A CTA's share of a partial-tile reduction with ``a`` CTAs in flight: ``writes``
+    partials written (each followed by its arrival), then ``reads`` partials read back by
+    the last arriver, while ``readers`` CTAs of the wave read as many:
+        writes * (max(Pb / partial_write_bytes_per_us, a*Pb / l2_bytes_per_us) + fixup_sync_us)
+        + max(reads*Pb / partial_read_bytes_per_us, readers*reads*Pb / l2_bytes_per_us)
+    (the workspace stays in L2: the wave's writes and reads share its rate)."""
+    pb = partial_bytes(x)
+    l2 = x.c.l2_bytes_per_us
+    write = np.maximum(pb / x.c.partial_write_bytes_per_us, a * pb / l2) + x.c.fixup_sync_us
+    read = np.maximum(reads * pb / x.c.partial_read_bytes_per_us, readers * reads * pb / l2)
+    return writes * write + read
+
+
+def split_k_fixup(x: Inputs, a):
+    """Split-K's fix-up on a wave's critical path (``split_k`` = Sk > 1): the Sk items of a
+    tile run their K splits at once; each writes its partial and arrives, and the last to
+    arrive reads all Sk partials back and then runs the epilogue, so each wave of ``a``
+    CTAs (a/Sk of them finishing a tile) adds
+        F_split(a) = ``reduction``(a, writes=1, reads=Sk, readers=a/Sk)
+    to its epilogue. The items' shorter K loops (S = ceil(KT/Sk)) and their waves are the
+    geometry's (geometry.py), on whatever this switch says. Off, or Sk = 1: 0 (partials
+    reduce for free)."""
+    if not x.on.split_k_fixup:
+        return np.zeros(x.shape)
+    sk = x.split_k
+    return np.where(sk > 1, reduction(x, a, 1.0, sk, a / sk), 0.0)
+
+
+class StreamKTerms(NamedTuple):
+    segments: np.ndarray  # n_seg - 1: tile ends inside a worker's range (0 off stream-K rows)
+    epilogues: np.ndarray  # epilogues beyond the one the wave composition counts
+    reduction: np.ndarray  # the worker's partial writes and its fix-up read (us)
+
+
+def stream_k_fixup(x: Inputs, a):
+    """Stream-K's tile boundaries and fix-up (``stream_k``), for the one wave of ``a``
+    workers' CTAs, each running I iterations (geometry.py: n_seg segments, tiles shared
+    by up to ``parts`` workers). Where tiles are shared (parts > 1), a worker's first
+    segment ends a tile another worker finishes: it writes its partial; its last segment
+    starts a tile, whose other workers are done by then: it writes its partial, reads the
+    parts partials back and runs the epilogue; the segments between are whole tiles. On
+    the worker's critical path, beyond one K loop of I k-blocks and one epilogue:
+        n_seg - 1 segment ends (each the last k-block's Tc instead of a period Pk, the
+                    next segment's fill exposed beyond the epilogue, a tile overhead),
+        e - 1 epilogues, e = max(n_seg - 1, 1) (n_seg where no tile is shared),
+        ``reduction``(a, writes=min(n_seg, 2), reads=parts, readers=a) (0 unshared).
+    Off: the worker's iterations are one K loop and one epilogue (an ideal split of the
+    iteration space: no boundaries, no partials); None off stream-K rows' terms."""
+    if not x.on.stream_k_fixup:
+        return None
+    g = x.grid
+    on = x.stream_k > 0
+    shared = g.sk_parts > 1
+    seg = g.sk_segments
+    epilogues = np.where(shared, np.maximum(seg - 1, 1), seg)
+    red = np.where(shared, reduction(x, a, np.minimum(seg, 2), g.sk_parts, a), 0.0)
+    return StreamKTerms(segments=np.where(on, seg - 1, 0), epilogues=np.where(on, epilogues - 1, 0),
+                        reduction=np.where(on, red, 0.0))

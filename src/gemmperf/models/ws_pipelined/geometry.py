@@ -13,6 +13,23 @@ A tile index t maps to a tile (row, column) by the kernel's raster (kernels/sour
 over units with clusters: row t -> (t // tiles_n, t % tiles_n); column t -> (t % tiles_m,
 t // tiles_m); grouped: groups of ``group_m`` tile (unit) rows, each walked column by
 column. A wave's panels are counted on the unit grid and scaled by cm (A) and cn (B).
+
+Work items. The waves are waves of work items, one CTA's each; without split-K or
+stream-K an item is a tile (T items of KT = ceil(K/TK) k-blocks). Split-K (``split_k`` =
+Sk > 1) makes Sk items of each tile, the splits of one unit next to each other in
+launch order (item u*Sk + s), item s taking k-blocks [s*KT/Sk, (s+1)*KT/Sk): T*Sk items
+of S = ceil(KT/Sk) k-blocks (the longest split). Stream-K: U = T/cs units, U*KT
+(unit, k-block) iterations shared by the Wc = min(P/cs, U*KT) persistent clusters,
+I = ceil(U*KT/Wc) iterations each: Wc*cs items (one wave) of S = I k-blocks. A worker's
+range crosses tiles: n_seg = 1 + ceil((I - 1)/KT) tile segments at most, and a tile is
+shared by at most parts = min(1 + ceil((KT - 1)/I), Wc) workers; where every range starts
+and ends on a tile (Wc divides U*KT and KT divides I) no tile is shared (n_seg = I/KT).
+A wave's panels are those of the tiles its items work on: CTAs t0 .. t0+a-1 are tiles
+t0 // mult .. on ceil(a/mult) tiles, mult the CTAs in flight per tile (Sk; stream-K
+ceil(Wc/U); else 1), each tile's panels read as mult K segments, and the launch-order
+distance between users of one panel segment is mult times the tiles' (reuse_distance).
+Stream-K's workers are spread over the tiles, each at its own k-block: their panels are
+approximated by those of the first ceil(a/mult) tiles.
 """
 
 from __future__ import annotations
@@ -38,25 +55,29 @@ class Span:
     t0: np.ndarray
     a: np.ndarray  # active CTAs as given (0 for no wave)
     a1: np.ndarray  # max(a, 1)
-    r_m: np.ndarray  # distinct A row panels of the wave
-    r_n: np.ndarray  # distinct B column panels of the wave
-    prev: np.ndarray  # a wave of a1 tiles ran before it (t0 >= a1)
+    r_m: np.ndarray  # distinct A row panels of the wave's tiles
+    r_n: np.ndarray  # distinct B column panels of the wave's tiles
+    prev: np.ndarray  # a wave of a1 CTAs ran before it (t0 >= a1)
     p_m: np.ndarray  # panels of that previous wave
     p_n: np.ndarray
     u_m: np.ndarray  # panels of both waves together
     u_n: np.ndarray
+    mult: np.ndarray | int = 1  # CTAs in flight per tile, each on its own K segment (split-K, stream-K)
     bytes: WaveBytes | None = None  # the panels' rows and bytes (``with_bytes``)
 
     @classmethod
-    def of(cls, t0, a, tiles_m, tiles_n, raster, group, cm=1, cn=1) -> Span:
+    def of(cls, t0, a, tiles_m, tiles_n, raster, group, cm=1, cn=1, mult=1) -> Span:
         """The wave of CTAs t0 .. t0+a-1; with clusters (cm x cn) its panels are counted
-        on the unit grid and scaled to tiles (``cluster_panels``)."""
+        on the unit grid and scaled to tiles (``cluster_panels``); with ``mult`` CTAs per
+        tile (split-K), on the tiles t0 // mult .. of ceil(a/mult) CTAs' worth."""
         a1 = np.maximum(a, 1)
-        r_m, r_n = cluster_panels(t0, a, tiles_m, tiles_n, raster, group, cm, cn)
-        before = np.maximum(t0 - a1, 0)
-        u_m, u_n = cluster_panels(before, 2 * a1, tiles_m, tiles_n, raster, group, cm, cn)
-        p_m, p_n = cluster_panels(before, a1, tiles_m, tiles_n, raster, group, cm, cn)
-        return cls(t0=t0, a=a, a1=a1, r_m=r_m, r_n=r_n, prev=t0 >= a1, p_m=p_m, p_n=p_n, u_m=u_m, u_n=u_n)
+        t, at = t0 // mult, ceil_div(a1, mult)
+        r_m, r_n = cluster_panels(t, at, tiles_m, tiles_n, raster, group, cm, cn)
+        before = np.maximum(t0 - a1, 0) // mult
+        u_m, u_n = cluster_panels(before, 2 * at, tiles_m, tiles_n, raster, group, cm, cn)
+        p_m, p_n = cluster_panels(before, at, tiles_m, tiles_n, raster, group, cm, cn)
+        return cls(t0=t0, a=a, a1=a1, r_m=r_m, r_n=r_n, prev=t0 >= a1, p_m=p_m, p_n=p_n, u_m=u_m, u_n=u_n,
+                   mult=mult)
 
     def with_bytes(self, *sizes) -> Span:
         """This span with ``bytes`` = WaveBytes.of(self, *sizes)."""
@@ -69,10 +90,15 @@ class Grid:
     fields are arrays or Spans of arrays). It depends on the sizes, tiling, raster, SMs
     and element bytes only, never on a parameter, so a fit computes it once."""
 
-    k_blocks: np.ndarray  # S
+    k_blocks: np.ndarray  # S: k-blocks of a work item (KT without split-K or stream-K)
+    k_tiles: np.ndarray  # KT = ceil(K/TK): k-blocks of a tile
     tiles_m: np.ndarray
     tiles_n: np.ndarray
     tiles: np.ndarray  # T: CTAs' worth of tiles, cluster padding included
+    items: np.ndarray  # CTAs' worth of work items: T, T*Sk (split-K), Wc*cs (stream-K)
+    mult: np.ndarray  # CTAs in flight per tile (Sk; stream-K ceil(Wc/U); else 1)
+    sk_segments: np.ndarray  # stream-K: tile segments n_seg of a worker's range (at most)
+    sk_parts: np.ndarray  # stream-K: workers sharing a tile (at most); 1: no tile is shared
     wave_ctas: np.ndarray  # P
     full_waves: np.ndarray  # F
     rem: np.ndarray  # R
@@ -98,31 +124,74 @@ class Grid:
         """From evaluate()'s input arrays by name (integers as int64, broadcast together)."""
         m, n, k, tile_m, tile_n, tile_k = (v[name] for name in ("m", "n", "k", "tile_m", "tile_n", "tile_k"))
         raster, in_bytes, group, cm, cn = v["raster"], v["in_bytes"], v["group_m"], v["cluster_m"], v["cluster_n"]
-        s = ceil_div(k, tile_k)
+        kt = ceil_div(k, tile_k)
         tiles_m, tiles_n = ceil_div(m, tile_m), ceil_div(n, tile_n)
-        tiles = ceil_div(tiles_m, cm) * ceil_div(tiles_n, cn) * (cm * cn)
+        units = ceil_div(tiles_m, cm) * ceil_div(tiles_n, cn)
+        tiles = units * (cm * cn)
         sms = wave_ctas(v["cluster_ctas"], v["persistent"], v["persistent_ctas"])
-        full_waves, rem = tiles // sms, tiles % sms
-        useful = (m * n * k) / (tiles_m * tile_m * tiles_n * tile_n * s * tile_k).astype(np.float64)
+        sk = StreamK.of(units, kt, sms // (cm * cn))
+        streamk = v["stream_k"] > 0
+        split = v["split_k"]
+        items = np.where(streamk, sk.workers * (cm * cn), tiles * split)
+        s = np.where(streamk, sk.iters, ceil_div(kt, split))
+        mult = np.where(streamk, np.maximum(ceil_div(sk.workers, units), 1), split)
+        full_waves, rem = items // sms, items % sms
+        useful = (m * n * k) / (tiles_m * tile_m * tiles_n * tile_n * kt * tile_k).astype(np.float64)
         # TMA skips what overhangs M, N and K
         useful_ab = ((m / (tiles_m * tile_m)) * tile_m + (n / (tiles_n * tile_n)) * tile_n) \
-            / (tile_m + tile_n) * (k / (s * tile_k))
-        first_a, last_a = np.minimum(tiles, sms), np.where(rem > 0, rem, sms)
+            / (tile_m + tile_n) * (k / (kt * tile_k))
+        first_a, last_a = np.minimum(items, sms), np.where(rem > 0, rem, sms)
         d_m, d_n = reuse_distance(ceil_div(tiles_m, cm), ceil_div(tiles_n, cn), raster, group)
-        zero = np.zeros_like(tiles)
+        zero = np.zeros_like(items)
 
         def span(t0, a):
-            return Span.of(t0, a, tiles_m, tiles_n, raster, group, cm, cn).with_bytes(
-                tiles_m, tiles_n, tile_m, tile_n, tile_k, in_bytes, m, n, k, s)
+            return Span.of(t0, a, tiles_m, tiles_n, raster, group, cm, cn, mult).with_bytes(
+                tiles_m, tiles_n, tile_m, tile_n, tile_k, in_bytes, m, n, k, kt)
 
         a_bytes, b_bytes = cta_bytes(tile_m, tile_n, tile_k, v["cluster_m"], v["cluster_n"], in_bytes,
                                      v["sf_bytes_per_elem"])
         line_off, sector_off = line_shares(k, in_bytes)
-        return cls(k_blocks=s, tiles_m=tiles_m, tiles_n=tiles_n, tiles=tiles, wave_ctas=sms, full_waves=full_waves,
+        return cls(k_blocks=s, k_tiles=kt, tiles_m=tiles_m, tiles_n=tiles_n, tiles=tiles, items=items, mult=mult,
+                   sk_segments=sk.segments, sk_parts=sk.parts, wave_ctas=sms, full_waves=full_waves,
                    rem=rem, first_a=first_a, last_a=last_a, n_waves=full_waves + (rem > 0), useful=useful,
-                   useful_ab=useful_ab, d_m=d_m, d_n=d_n, first=span(zero, first_a), full=span(zero, sms),
-                   later=span(np.where(full_waves > 1, sms, 0), sms), last=span(full_waves * sms, last_a),
+                   useful_ab=useful_ab, d_m=d_m * mult, d_n=d_n * mult, first=span(zero, first_a),
+                   full=span(zero, sms), later=span(np.where(full_waves > 1, sms, 0), sms),
+                   last=span(full_waves * sms, last_a),
                    a_bytes=a_bytes, b_bytes=b_bytes, line_off=line_off, sector_off=sector_off)
+
+
+@dataclass(frozen=True)
+class StreamK:
+    """Stream-K's share of the U*KT (unit, k-block) iterations among its workers (integer
+    arrays; see the module doc): Wc workers (clusters) of at most I iterations, each
+    crossing at most n_seg tile segments, a tile shared by at most ``parts`` workers."""
+
+    workers: np.ndarray  # Wc = min(clusters per wave, U*KT), at least 1
+    iters: np.ndarray  # I = ceil(U*KT / Wc)
+    segments: np.ndarray  # n_seg
+    parts: np.ndarray  # 1 where every range starts and ends on a tile
+
+    @classmethod
+    def of(cls, units, kt, clusters) -> StreamK:
+        total = units * kt
+        workers = np.maximum(np.minimum(clusters, total), 1)
+        iters = ceil_div(total, workers)
+        aligned = (total % workers == 0) & (iters % kt == 0)
+        segments = np.where(aligned, iters // kt, 1 + ceil_div(np.maximum(iters - 1, 0), kt))
+        parts = np.where(aligned, 1, np.minimum(1 + ceil_div(kt - 1, np.maximum(iters, 1)), workers))
+        return cls(workers=workers, iters=iters, segments=segments, parts=parts)
+
+
+def take(obj, idx):
+    """``obj`` (a Grid, Span, WaveBytes or StreamK) at rows ``idx``: every array field
+    indexed, nested ones too. The grid is row-wise, so the grid of some rows, taken, is
+    the grid of those rows: a caller whose rows repeat (the optimizer's ring depths)
+    computes it once per distinct row."""
+    if isinstance(obj, np.ndarray):
+        return obj[idx] if obj.ndim else obj
+    if dataclasses.is_dataclass(obj):
+        return dataclasses.replace(obj, **{f.name: take(getattr(obj, f.name), idx) for f in dataclasses.fields(obj)})
+    return obj
 
 
 def wave_ctas(cluster_ctas, persistent, persistent_ctas):
@@ -224,24 +293,28 @@ def wave_hit_rate(t0, a, tiles_m, tiles_n, raster, tile_m, tile_n, tile_k, in_by
 @dataclass(frozen=True)
 class WaveBytes:
     """What ``wave_hit_rate`` needs of a wave besides the L2 constants: its panels' rows
-    and bytes (``Span`` over the useful tile extent TM' = min(TM, M/tiles_m), TN' likewise)."""
+    and bytes (``Span`` over the useful tile extent TM' = min(TM, M/tiles_m), TN' likewise).
+    With c = ``mult`` CTAs per tile (split-K) each tile's panels are read as c K segments:
+    the segments are the wave's distinct panels (c*r_m, c*r_n)."""
 
-    per_kblock: np.ndarray  # (r_m*TM' + r_n*TN') * TK * b: the wave's unique bytes per k-block
-    hit_m: np.ndarray  # (a - r_m) * TM': A rows read again
-    hit_n: np.ndarray  # (a - r_n) * TN'
+    per_kblock: np.ndarray  # c*(r_m*TM' + r_n*TN') * TK * b: the wave's unique bytes per k-block
+    hit_m: np.ndarray  # (a - c*r_m) * TM': A rows read again
+    hit_n: np.ndarray  # (a - c*r_n) * TN'
     over: np.ndarray  # rows of panels the previous wave read too
-    both_bytes: np.ndarray  # (u_m*TM' + u_n*TN') * S * TK * b: what both waves stream over K
+    both_bytes: np.ndarray  # (u_m*TM' + u_n*TN') * KT * TK * b: what both waves stream over K
     rows: np.ndarray  # a * (TM' + TN'): every row the wave reads
     ab_bytes: np.ndarray  # (M + N) * K * b
     compulsory: np.ndarray  # the compulsory-only hit rate, in [0, 1]
 
     @classmethod
     def of(cls, w: Span, tiles_m, tiles_n, tile_m, tile_n, tile_k, in_bytes, m, n, k, s) -> WaveBytes:
+        """``s``: the k-blocks of a tile (KT)."""
         tile_m = np.minimum(tile_m, m / np.maximum(tiles_m, 1))
         tile_n = np.minimum(tile_n, n / np.maximum(tiles_n, 1))
-        r_m, r_n, a1 = w.r_m, w.r_n, w.a1
-        over_m = np.where(w.prev, np.maximum(w.p_m + r_m - w.u_m, 0), 0)
-        over_n = np.where(w.prev, np.maximum(w.p_n + r_n - w.u_n, 0), 0)
+        c, a1 = w.mult, w.a1
+        r_m, r_n = w.r_m * c, w.r_n * c
+        over_m = np.where(w.prev, np.maximum(w.p_m + w.r_m - w.u_m, 0), 0) * c
+        over_n = np.where(w.prev, np.maximum(w.p_n + w.r_n - w.u_n, 0), 0) * c
         compulsory = 1.0 - (m + n) * k / (tiles_m * tiles_n * (tile_m + tile_n) * s * tile_k)
         return cls(per_kblock=(r_m * tile_m + r_n * tile_n) * tile_k * in_bytes,
                    hit_m=(a1 - r_m) * tile_m, hit_n=(a1 - r_n) * tile_n, over=over_m * tile_m + over_n * tile_n,

@@ -30,6 +30,8 @@ class Switches:
     consumer_warpgroups: bool = True
     tma_store: bool = True
     pingpong_overlap: bool = True
+    split_k_fixup: bool = True
+    stream_k_fixup: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
@@ -45,7 +47,7 @@ class Switches:
 
 EFFECTS = tuple(f.name for f in dataclasses.fields(Switches))
 INT_INPUTS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "group_m",
-              "persistent_ctas", "cluster_ctas", "epilogue", "schedule")
+              "persistent_ctas", "cluster_ctas", "epilogue", "schedule", "split_k", "stream_k")
 # the integer codes of the ``epilogue`` and ``schedule`` inputs
 EPILOGUE_CODES = {"direct": 0, "tma": 1}
 SCHEDULE_CODES = {"cooperative": 0, "pingpong": 1}
@@ -69,6 +71,8 @@ class Inputs:
     cluster_ctas: np.ndarray  # CTAs that fit at once in clusters of this size (GPU.ctas_in_clusters)
     epilogue: np.ndarray  # EPILOGUE_CODES
     schedule: np.ndarray  # SCHEDULE_CODES
+    split_k: np.ndarray  # K splits per tile (1: none)
+    stream_k: np.ndarray  # 1: stream-K (persistent CTAs share the (unit, k-block) iterations), else 0
     persistent: np.ndarray  # bool
     raster: np.ndarray  # geometry.RASTER_IDS code
     in_bytes: np.ndarray

@@ -32,7 +32,7 @@ def prepare(configs: pl.DataFrame, params: ParamSet) -> tuple[pl.DataFrame, dict
     sizes = df.select((pl.col("cluster_m") * pl.col("cluster_n")).alias("size")).get_column("size").unique().to_list()
     fit = {size: gpu.ctas_in_clusters(size) for size in sizes}
     work = pl.concat([
-        df.select(*columns.INT_COLUMNS, pl.col("persistent").cast(pl.Int8),
+        df.select(*columns.INT_COLUMNS, pl.col("persistent").cast(pl.Int8), pl.col("stream_k").cast(pl.Int64),
                   pl.col("raster").replace_strict(RASTER_CODES, return_dtype=pl.Int64),
                   pl.col("epilogue").replace_strict(EPILOGUE_CODES, return_dtype=pl.Int64),
                   pl.col("schedule").replace_strict(SCHEDULE_CODES, return_dtype=pl.Int64),
