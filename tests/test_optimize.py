@@ -70,11 +70,13 @@ def _check_agree(shape, family, model, pset, gpu=H100):
 def test_z3_equals_exhaustive_every_shipped_shape_ws_hopper(pset, model):
     """Every shape of every shipped testlist, ws-hopper (the measured family), each model;
     for ws-pipelined, whose table over the enlarged space (clusters, epilogues, schedules,
-    raster groups: 8232 configurations) costs most, every third shape
-    (``benchmarks/optimize_speed.py`` checks them all)."""
+    raster groups, K splits and stream-K: 20616 configurations) costs most, every third
+    shape but the decode ones, which test_z3_equals_exhaustive_every_decode_shape checks
+    all (``benchmarks/optimize_speed.py`` checks every shape)."""
     shapes = all_shapes()
     assert len(shapes) >= 600
-    for shape in shapes[::3] if model == "ws-pipelined" else shapes:
+    decode = set(read_testlist(ROOT / "testlists" / "decode.csv"))
+    for shape in [s for s in shapes[::3] if s not in decode] if model == "ws-pipelined" else shapes:
         _check_agree(shape, "ws-hopper", model, pset)
 
 
@@ -525,3 +527,90 @@ def test_the_enlarged_space_and_pins_of_its_new_dimensions(pset):
             solve(shape, "ws-hopper", H100, pset, "ws-pipelined", fix=fix)
     with pytest.raises(UserError, match="cannot fix persistent_ctas"):
         solve(shape, "ws-hopper", H100, pset, "ws-pipelined", fix={"persistent_ctas": 128})
+
+
+# ------------------------------------------------------------------ split-K, stream-K, fp8 (issue 16)
+
+
+def test_k_sharing_in_the_space_and_its_pins(pset):
+    """ws-hopper's space holds every K split and stream-K (cooperative, default group);
+    the variant code names them, K not shared first; pins of split_k and stream_k give
+    Z3's answer = the exhaustive one under every model, and bad values are one line."""
+    from gemmperf.kernels.hopper import SPLIT_KS
+    from gemmperf.optimize.space import N_TILE_VARIANTS, VARIANT_FIELDS, variant_fields
+
+    space = family_space("ws-hopper", H100, "bf16")
+    assert {c.split_k for c in space} == set(SPLIT_KS) and any(c.stream_k for c in space)
+    assert all(c.schedule == "cooperative" and c.group_m == 8 for c in space if c.split_k > 1 or c.stream_k)
+    assert all(c.persistent for c in space if c.stream_k)
+    for c in space[::37]:
+        assert variant_fields(variant_code(c)) == {f: getattr(c, f) for f in VARIANT_FIELDS}
+        assert (variant_code(c) < N_TILE_VARIANTS) == (c.split_k == 1 and not c.stream_k)
+    shape = Shape(1, 4096, 14336)
+    for fix in ({"split_k": 4}, {"stream_k": True}, {"split_k": 1, "stream_k": False},
+                {"split_k": 16, "tile_n": 64, "persistent": False}):
+        for model in MODELS:
+            sol = solve(shape, "ws-hopper", H100, pset, model, fix=fix)
+            assert all(getattr(sol.config, k) == v for k, v in fix.items()), (fix, sol.config)
+            cfg, t, _ = exhaustive_exact(shape, "ws-hopper", H100, pset, model, fix=fix)
+            assert (sol.config, sol.predicted_exact) == (cfg, t), (fix, model)
+    for fix, what in (({"split_k": 5}, "split_k 5"), ({"split_k": True}, "split_k True"),
+                      ({"stream_k": 1}, "stream_k 1"), ({"stream_k": "yes"}, "stream_k 'yes'")):
+        with pytest.raises(UserError, match=what):
+            solve(shape, "ws-hopper", H100, pset, "ws-pipelined", fix=fix)
+    with pytest.raises(UserError, match="stream-K needs a persistent kernel"):
+        solve(shape, "ws-hopper", H100, pset, "ws-pipelined", fix={"stream_k": True, "persistent": False})
+    with pytest.raises(UserError, match="split-K and stream-K run the cooperative schedule"):
+        solve(shape, "ws-hopper", H100, pset, "ws-pipelined", fix={"split_k": 2, "schedule": "pingpong"})
+
+
+@pytest.mark.parametrize("pname", ["defaults", "fitted"])
+def test_decode_shares_k_where_the_model_says_it_pays(pname):
+    """1 x 4096 x 14336 makes 32 tiles of 64x128 for 132 SMs: ws-pipelined says more CTAs
+    in flight pay for their fix-up, and the optimizer takes split-K or stream-K; the
+    blind models, and a square of many tiles' waves, keep K whole."""
+    ps = ParamSet(H100) if pname == "defaults" else \
+        ParamSet.load(ROOT / "tests" / "data" / "reference" / "params_fitted.json", H100)
+    shape = Shape(1, 4096, 14336)
+    sol = solve(shape, "ws-hopper", H100, ps)
+    assert sol.config.split_k > 1 or sol.config.stream_k, sol.config.key()
+    whole = solve(shape, "ws-hopper", H100, ps, fix={"split_k": 1, "stream_k": False})
+    assert sol.predicted_us < 0.8 * whole.predicted_us
+    assert sol.breakdown["reduction_us"] > 0
+    for model in ("ws-stage", "ws-persistent"):
+        blind = solve(shape, "ws-hopper", H100, ps, model)
+        assert blind.config.split_k == 1 and not blind.config.stream_k  # ties go to K not shared
+    big = solve(Shape(4096, 4096, 4096), "ws-hopper", H100, ps)
+    assert big.config.split_k == 1
+
+
+def test_z3_equals_exhaustive_every_decode_shape(pset):
+    """Every decode shape (M from 1 to 64, where K sharing is chosen), ws-pipelined over
+    the enlarged space: pruned Z3 == exhaustive, and == plain Z3 on every fifth."""
+    shapes = read_testlist(ROOT / "testlists" / "decode.csv")
+    shared = 0
+    for i, shape in enumerate(shapes):
+        sol = _check_agree(shape, "ws-hopper", "ws-pipelined", pset)
+        shared += sol.config.split_k > 1 or sol.config.stream_k
+        if i % 5 == 0:
+            plain = solve(shape, "ws-hopper", H100, pset, "ws-pipelined", runner_up=False, prune=False)
+            assert (plain.config, plain.predicted_exact, plain.wait_exact) == \
+                (sol.config, sol.predicted_exact, sol.wait_exact), shape
+    assert shared >= len(shapes) // 4
+
+
+def test_fp8_space_and_agreement(pset):
+    """fp8 (e4m3) on ws-hopper: the legal fp8 configurations (tile K 128), Z3 == exhaustive
+    under every model, and a math-bound square faster than in bf16."""
+    space = family_space("ws-hopper", H100, "fp8")
+    assert space and all(c.dtype == "fp8" and c.tile_k == 128 for c in space)
+    assert any(c.split_k > 1 for c in space) and any(c.stream_k for c in space)
+    for shape in (Shape(4096, 4096, 4096, "fp8"), Shape(1, 4096, 14336, "fp8"), Shape(130, 70, 33, "fp8")):
+        for model in MODELS:
+            sol = _check_agree(shape, "ws-hopper", model, pset)
+            assert sol.config.dtype == "fp8" and sol.config.tile_k == 128
+    f8 = solve((8192, 8192, 8192), "ws-hopper", H100, pset, dtype="fp8")
+    bf = solve((8192, 8192, 8192), "ws-hopper", H100, pset)
+    assert f8.predicted_us < 0.6 * bf.predicted_us
+    with pytest.raises(UserError, match="ws-ampere takes bf16 or fp16"):
+        solve((256, 256, 256), "ws-ampere", H100, pset, dtype="fp8")

@@ -23,6 +23,8 @@ FAMILIES = ("ws-hopper", "ws-ampere", "simt")
 # small, odd, decode-like and long-K shapes, where few tiles fill the GPU or K is one block
 ODD = [Shape(1, 1, 1), Shape(3, 5, 7), Shape(130, 70, 33), Shape(1, 4096, 4096), Shape(16, 7168, 2048),
        Shape(7, 13, 4097), Shape(4097, 4095, 65), Shape(8192, 257, 64)]
+# decode shapes where ws-pipelined shares K among CTAs (split-K, stream-K)
+SHARED_K = [Shape(1, 4096, 14336), Shape(64, 4096, 14336), Shape(8, 7168, 18432)]
 
 
 @pytest.fixture(scope="module", params=["defaults", "fitted"])
@@ -47,7 +49,7 @@ def _same(a, b):
 def test_pruned_equals_plain_and_exhaustive_odd_shapes(pset, model):
     """Optimum, exact time and wait, runner-up and breakdown: pruned == plain Z3 ==
     exhaustive, every family, small / odd / decode shapes."""
-    for shape in ODD:
+    for shape in ODD + SHARED_K:
         for fam in FAMILIES:
             new = solve(shape, fam, H100, pset, model)
             old = solve(shape, fam, H100, pset, model, prune=False)
@@ -64,6 +66,9 @@ def test_pruned_with_pins(model):
         for shape in (Shape(2048, 2048, 2048), Shape(1, 4096, 4096)):
             _same(solve(shape, "ws-hopper", H100, pset, model, fix=fix),
                   solve(shape, "ws-hopper", H100, pset, model, fix=fix, prune=False))
+    for fix in ({"split_k": 3}, {"stream_k": True, "tile_n": 64}, {"split_k": 1, "stream_k": False}):
+        _same(solve(SHARED_K[0], "ws-hopper", H100, pset, model, fix=fix),
+              solve(SHARED_K[0], "ws-hopper", H100, pset, model, fix=fix, prune=False))
 
 
 def _pruned(shape, fam, pset, model, fix=None):
@@ -87,7 +92,7 @@ def test_pruning_is_sound(pset, model):
     was dropped (the test can fail both ways)."""
     tol = TIE_TOL if model == "ws-pipelined" else 0
     dropped_any = False
-    for shape in ODD[:4] + [Shape(4096, 4096, 4096), Shape(4096, 7168, 16384)]:
+    for shape in ODD[:4] + SHARED_K[:1] + [Shape(4096, 4096, 4096), Shape(4096, 7168, 16384)]:
         for fam in FAMILIES:
             shp, space, pr, exact = _pruned(shape, fam, pset, model)
             dropped = [c for c in space if c not in pr.keep.configs]
@@ -175,7 +180,38 @@ def test_a_wrong_runner_up_claim_is_not_certified(monkeypatch):
     monkeypatch.setattr(Pruned, "hints", wrong)
     monkeypatch.setattr(S, "_runner_up", lambda *a, **k: calls.append(1) or real_runner_up(*a, **k))
     for model in MODELS:
-        for shape in (Shape(4096, 4096, 4096), Shape(1, 4096, 4096)):
+        for shape in (Shape(4096, 4096, 4096), Shape(1, 4096, 4096), SHARED_K[0]):
             _same(solve(shape, "ws-hopper", H100, pset, model), solve(shape, "ws-hopper", H100, pset, model,
                                                                        prune=False))
     assert calls  # the joint check failed somewhere and the separate search ran
+
+
+def test_a_prune_that_drops_k_sharing_is_caught(monkeypatch):
+    """An unsound prune (one that drops every split-K and stream-K configuration, whatever
+    its bound) changes the answer on a decode shape where K sharing wins: the comparison
+    with the plain search and the exhaustive one, which the tests above make, fails."""
+    from gemmperf.optimize import prune as P
+
+    pset = ParamSet(H100)
+    shape = SHARED_K[0]
+    honest = solve(shape, "ws-hopper", H100, pset)
+    assert honest.config.split_k > 1 or honest.config.stream_k
+    real = P.prune_pipelined
+
+    def unsound(tab, rp, fix, runner_up):
+        pr = real(tab, rp, fix, runner_up)
+        whole = [j for j, c in enumerate(tab.space) if c.split_k == 1 and not c.stream_k]
+        ex, ranks = tab.exact_of(whole), tab.facts.ranks(rp)
+        pr.keep = P.Kept.at(tab.space, tab.facts, whole)
+        pr.cands = {tab.space[j]: (*ex[tab.space[j]], padded_volume(tab.shape, tab.space[j]), int(ranks[j]),
+                                   int(tab.facts.cls[j])) for j in whole}
+        return pr
+
+    monkeypatch.setattr(S, "prune_pipelined", unsound)
+    broken = solve(shape, "ws-hopper", H100, pset)
+    plain = solve(shape, "ws-hopper", H100, pset, prune=False)
+    cfg, t, _ = exhaustive_exact(shape, "ws-hopper", H100, pset, "ws-pipelined")
+    assert (plain.config, plain.predicted_exact) == (cfg, t) == (honest.config, honest.predicted_exact)
+    assert broken.config != plain.config and broken.predicted_exact > plain.predicted_exact
+    with pytest.raises(AssertionError):
+        _same(broken, plain)

@@ -6,7 +6,8 @@ order. Variables:
 
 - ``cls`` (Int, 0 <= cls < #classes) and the fields tm, tn, tk, cm, cn (Int) with
   ``cls == c -> tm == TM_c & ...``; ``b`` (stages, Int), ``pers`` (Bool), ``raster``
-  (Int: 0 row, 1 column, 2 grouped).
+  (Int: the variant, ``space.variant_code``: raster, raster group, epilogue, schedule,
+  K split or stream-K).
 - Legality per class (the shape-independent ``skeleton``, cached per space): the
   (stages, persistent, raster) choices the space allows, as an interval of stages times
   allowed flags when it is a product, else as an explicit disjunction; plus the
@@ -30,13 +31,15 @@ order. Variables:
   waiting time is everything but their busy time before the last epilogue:
   ``first_dma + mainloop - waves * MATH``.
 - ws-pipelined (from pipelined.py's table): the ring depth B (Int, with the legal stage
-  range and the shared-memory budget per class from the skeleton), Pk = If(b >= B*, m,
-  q), q = l/b through one implication per legal stage value (``b == v -> q == l/v``:
-  linear), B* = ceil(l/m) an integer per (class, raster) (exactly max(m, l/B) for integer
-  B), the sum and the wait. Per (class, raster, persistent) an implied bound time >= A +
-  cF*mF + cL*mL (Pk >= m) is added: redundant, but bound propagation then prunes whole
-  groups (about 10x faster on simt's 27 tiles). Tabled fallback: one line per
-  configuration with its time and wait.
+  range and the shared-memory budget per class from the skeleton), time = A + PkF + PkL
+  with Pk = If(b >= B*, m, q), q = l/b through one implication per legal stage value
+  (``b == v -> q == l/v``: linear), m and l per (class, variant) already multiplied by
+  the periods' count (cF or cL: the variant's K split or stream-K changes them), B* =
+  ceil(l/m) an integer per (class, variant) (exactly max(m, l/B) for integer B), the sum
+  and the wait. Per (class, variant, persistent) an implied bound time >= A + cF*mF +
+  cL*mL (Pk >= m) is added: redundant, but bound propagation then prunes whole groups
+  (about 10x faster on simt's 27 tiles). Tabled fallback: one line per configuration
+  with its time and wait.
 
 Pruned (``keep``, an ``encode.Kept``): only the kept configurations' classes, groups and
 stages get lines, and one assertion restricts (cls, raster, pers, b) to them; per class,
@@ -52,12 +55,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..kernels import family_of
 from ..problem import KernelConfig
 from .exact import persistent_class, stage_class
 from .pipelined import PipeTable, period_parts
-from .space import (N_VARIANTS, VARIANT_FIELDS, Consts, Q, check_model, class_key, rank_parts, variant_code,
-                    variant_fields)
+from .space import (N_VARIANTS, VARIANT_FIELDS, Consts, Q, check_model, class_key, rank_parts, space_key,
+                    variant_code, variant_fields)
 
 CHOICE_VARS = (("cls", "Int"), ("tm", "Int"), ("tn", "Int"), ("tk", "Int"), ("cm", "Int"), ("cn", "Int"),
                ("b", "Int"), ("pers", "Bool"), ("raster", "Int"), ("rank", "Int"),
@@ -133,6 +138,16 @@ class Kept:
     configs: set
 
     @classmethod
+    def at(cls, space, facts, js) -> "Kept":
+        """``of`` the configurations at positions ``js`` of ``space`` (its ``space.space_facts``)."""
+        js = np.asarray(js, dtype=np.int64)
+        groups: dict = {}
+        for i, r, p, st in zip(facts.cls[js].tolist(), facts.variant[js].tolist(), facts.persistent[js].tolist(),
+                               facts.ints["stages"][js].tolist()):
+            groups.setdefault((i, r, bool(p)), set()).add(st)
+        return cls(sorted({g[0] for g in groups}), groups, {space[j] for j in js.tolist()})
+
+    @classmethod
     def of(cls, configs, index: dict) -> "Kept":
         groups: dict = {}
         for c in configs:
@@ -183,10 +198,10 @@ def _smem_budget(c0: KernelConfig, bs: list, smem_limit: int) -> list[str]:
 
 def skeleton(space: list[KernelConfig], model: str, smem_limit: int) -> Skeleton:
     """Choice variables, per-class legality and the tie rank of ``space`` (cached)."""
-    key = (tuple(space), model, smem_limit)
-    sk = _SKELETONS.get(key)
-    if sk is not None:
-        return sk
+    key = (space_key(space), model, smem_limit)
+    hit = _SKELETONS.get(key)
+    if hit is not None:
+        return hit[1]
     rp = rank_parts(space, model)
     head = [f"(declare-const {n} {t})" for n, t in CHOICE_VARS + MODEL_VARS[model]]
     head += [f"(assert (and (>= cls 0) (< cls {len(rp.classes)}) (>= raster 0) (< raster {N_VARIANTS}) (>= b 1)))"]
@@ -207,7 +222,7 @@ def skeleton(space: list[KernelConfig], model: str, smem_limit: int) -> Skeleton
     sk = Skeleton(rp.classes, rp.index, rp.bmax, rp.pref, head, per_class, rank)
     if len(_SKELETONS) > 256:
         _SKELETONS.clear()
-    _SKELETONS[key] = sk
+    _SKELETONS[key] = (tuple(space), sk)  # the space held: space_key stays exact
     return sk
 
 
@@ -296,23 +311,26 @@ def _encode_pipelined(sk: Skeleton, tab: PipeTable, keep: Kept | Every) -> list[
     L = []
     for i in keep.classes:
         d = tab.entry(i)
-        terms = ["A"] + [f"(* {c}.0 {v})" for c, v in ((d["cF"], "PkF"), (d["cL"], "PkL")) if c]
-        L.append(f"(assert (=> (= cls {i}) (and (= time (+ {' '.join(terms)} 0.0)) (= vol {d['vol']}))))")
-        for r in sorted(d["per"]):
+        L.append(f"(assert (=> (= cls {i}) (and (= time (+ A PkF PkL)) (= vol {d['vol']}))))")
+        for r in d["variants"]:
             if not (keep.has((i, r, False)) or keep.has((i, r, True))):
                 continue
-            (mF, lF, BF), (mL, lL, BL) = (period_parts(m, l) for m, l in d["per"][r])
+            cF, cL, *periods = tab.per(i, r)
+            (mF, lF, BF), (mL, lL, BL) = (period_parts(m, l) for m, l in periods)
+            # the periods' counts scale m and l: cF*max(mF, lF/b) = max(cF*mF, cF*lF/b)
+            mF, lF, mL, lL = cF * mF, cF * lF, cL * mL, cL * lL
             L.append(f"(assert (=> (and (= cls {i}) (= raster {r})) (and (= mF {_num(mF)}) (= lF {_num(lF)}) "
                      f"(= BF {BF}) (= mL {_num(mL)}) (= lL {_num(lL)}) (= BL {BL}))))")
             for p in (False, True):
-                if (r, p) not in d["A"] or not keep.has((i, r, p)):
+                ad = tab.ad(i, r, p)
+                if ad is None or not keep.has((i, r, p)):
                     continue
-                a = d["A"][(r, p)]
+                a, dd = ad
                 # implied bound: the periods are at least m, so time >= A + cF*mF + cL*mL
                 # (redundant, but it lets bound propagation prune a group; ~10x faster)
-                floor = a + d["cF"] * mF + d["cL"] * mL
+                floor = a + mF + mL
                 L.append(f"(assert (=> (and (= cls {i}) (= raster {r}) {_pers(p)}) "
-                         f"(and (= A {_num(a)}) (= D {_num(d['D'][(r, p)])}) (>= time {_num(floor)}))))")
+                         f"(and (= A {_num(a)}) (= D {_num(dd)}) (>= time {_num(floor)}))))")
     for v in tab.stages if isinstance(keep, Every) else sorted(set().union(*keep.groups.values())):
         L.append(f"(assert (=> (= b {v}) (and (= qF (/ lF {v}.0)) (= qL (/ lL {v}.0)))))")
     L.append("(assert (and (= PkF (ite (>= b BF) mF qF)) (= PkL (ite (>= b BL) mL qL))))")

@@ -4,8 +4,6 @@ models' own float evaluate()."""
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 
 from ..hardware import GPU
@@ -14,7 +12,8 @@ from ..problem import KernelConfig
 from .evaluate import evaluate_space, math_wait
 from .exact import exact_objectives
 from .pipelined import TIE_TOL, pipelined_table
-from .space import DEFAULT_MODEL, class_key, consts, family_space, padded_volume, rank_parts, shape_for, tie_rank
+from .space import (DEFAULT_MODEL, consts, family_space, matching, padded_volume, rank_parts, shape_for,
+                    space_facts)
 
 
 def _space_of(shape, family: str, gpu: GPU, space, dtype):
@@ -28,10 +27,11 @@ def pipelined_best(cands: list) -> tuple:
     """The minimum of (time, wait, vol, rank, config) candidates where times and waits
     within TIE_TOL of the optimum time are ties, as solve() decides them."""
     t0 = min(x[0] for x in cands)
-    cands = [x for x in cands if x[0] <= t0 + TIE_TOL * abs(t0)]
-    w0 = min(x[1] for x in cands)
-    cands = [(Fraction(0), Fraction(0), *x[2:], x) for x in cands if x[1] <= w0 + TIE_TOL * abs(t0)]
-    return min(cands, key=lambda x: x[:4])[-1]
+    tol = TIE_TOL * abs(t0)
+    t_max = t0 + tol
+    cands = [x for x in cands if x[0] <= t_max]
+    w_max = min(x[1] for x in cands) + tol
+    return min((x for x in cands if x[1] <= w_max), key=lambda x: x[2:4])
 
 
 def exhaustive_exact(shape, family: str, gpu: GPU, params: ParamSet, model: str = DEFAULT_MODEL,
@@ -45,23 +45,29 @@ def exhaustive_exact(shape, family: str, gpu: GPU, params: ParamSet, model: str 
     shp, space = _space_of(shape, family, gpu, space, dtype)
     C = consts(shp, family, gpu, params)
     rp = rank_parts(space, model)
-    tab = pipelined_table(shp, space, params, rp.index) if model == "ws-pipelined" else None
-    cache = {}
-    cands = []
-    for c in space:
-        if fix and any(getattr(c, f) != v for f, v in fix.items()):
-            continue
-        if tab is not None:
-            t, w = tab.exact[c]
-        else:
-            key = (class_key(c), c.stages >= 2)
-            if key not in cache:
-                cache[key] = exact_objectives(C, c, model, wave_end)
-            t, w = cache[key]
-        vol = padded_volume(shp, c) if model == "ws-pipelined" else 0
-        cands.append((t, w, vol, tie_rank(c, rp), c))
-    best = pipelined_best(cands) if model == "ws-pipelined" else min(cands, key=lambda x: x[:4])
-    return best[4], best[0], best[1]
+    f = space_facts(space)
+    ranks, js = f.ranks(rp), np.nonzero(matching(space, fix))[0].tolist()
+    if model == "ws-pipelined":
+        ex = pipelined_table(shp, space, params, rp.index).exact
+        cands = [(*ex[space[j]], j) for j in js]
+        # pipelined_best, with the volume and rank computed for the near-ties only
+        t0 = min(x[0] for x in cands)
+        tol = TIE_TOL * abs(t0)
+        near = [x for x in cands if x[0] <= t0 + tol]
+        w_max = min(x[1] for x in near) + tol
+        t, w, j = min((x for x in near if x[1] <= w_max), key=lambda x: (padded_volume(shp, space[x[2]]),
+                                                                        ranks[x[2]]))
+        return space[j], t, w
+    # ws-stage, ws-persistent: every configuration of a tile class (and ring depth >= 2 or
+    # not) has the class's values; the least rank among those with the least values
+    keys = (f.cls * 2 + (f.ints["stages"] >= 2)).tolist()
+    vals: dict = {}
+    for j in js:
+        if keys[j] not in vals:
+            vals[keys[j]] = exact_objectives(C, space[j], model, wave_end)
+    best = min(vals.values())
+    j = min((j for j in js if vals[keys[j]] == best), key=lambda j: ranks[j])
+    return space[j], best[0], best[1]
 
 
 def exhaustive_float(shape, family: str, gpu: GPU, params: ParamSet, model: str = DEFAULT_MODEL,

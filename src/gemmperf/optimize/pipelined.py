@@ -7,16 +7,19 @@ periods off) and splits its time as
 
     time = A + cF * max(mF, lF/B) + cL * max(mL, lL/B),   wait = time - D
 
-i.e. the pipelined K loop: S - 1 steady periods per tile, Pk = max(Tc, x, (lat + x +
-Tc)/B) = max(m, l/B), for the F full waves (cF = F*(S-1)) and the remainder wave (cL =
-[R>0]*(S-1)), per tile class. cF, cL per class; (m, l) of the full-wave and last-wave CTA
-per (class, raster) (bandwidth sharing, raster L2 reuse, padding, SMEM limit, whatever the
-model's load physics is); A and D per (class, raster, persistent): A is evaluate()'s time
-minus the stage-dependent part (init, fills and their exposure, epilogues, overheads,
+i.e. the pipelined K loop: S - 1 steady periods per work item, Pk = max(Tc, x, (lat + x
++ Tc)/B) = max(m, l/B), for the F full waves (cF = F*(S-1)) and the remainder wave (cL =
+[R>0]*(S-1)), less stream-K's segment ends: the model's own ``full_periods`` and
+``last_periods``. cF, cL and (m, l) of the full-wave and last-wave CTA per (class,
+variant) (the variant holds the K split and stream-K, which change S and the waves;
+bandwidth sharing, raster L2 reuse, padding, SMEM limit, whatever the model's load
+physics is); A and D per (class, variant, persistent): A is evaluate()'s time minus the
+stage-dependent part (init, fills and their exposure, epilogues, reductions, overheads,
 launches), D is time minus the MATH wait.
 
 The split is checked on every configuration of the space (A and D the same for every B of
-a group, to PIPE_TOL relative); if the model's dependence on B stops having this form (B
+a group, to PIPE_TOL relative, cF and cL the same for every configuration of a (class,
+variant)); if the model's dependence on B stops having this form (B
 in the L2 window or the fill, say), the table is ``symbolic=False`` and the encoding uses
 each configuration's evaluate() time and wait instead. Exact rationals of the tabled
 floats are shared by Z3 and the exhaustive reference, so both decide ties identically.
@@ -34,7 +37,7 @@ from ..models import ws_pipelined
 from ..params import ParamSet
 from ..problem import KernelConfig, Shape
 from .evaluate import math_wait, pipelined_inputs
-from .space import N_VARIANTS, Q, class_key, padded_volume, variant_code
+from .space import Q, SpaceFacts, padded_volume, space_facts
 
 PIPE_TOL = 1e-9  # relative deviation allowed between the decomposition and evaluate()
 # ws-pipelined: times (and waits) within this share of the optimum time are ties. The tables
@@ -61,17 +64,19 @@ class PipeTable:
 
     ``symbolic``: the split reproduces the model's evaluate() on every configuration of
     the space (within PIPE_TOL relative); else ``tabled`` (each configuration's
-    evaluate() time and wait enter as a table). ``classes``: per class index i, ``cF``/``cL``
-    (the K-loop periods the full waves / the remainder wave contribute: F*(S-1) and
-    [R>0]*(S-1)), ``per`` {raster: ((mF, lF), (mL, lL))} (the period of a full-wave /
-    last-wave CTA is max(m, l/B)), ``A`` and ``D`` {(raster, persistent): value}, ``vol``
-    (padded_volume), exact, built on first use per class (``entry(i)``): the pruned solve
-    needs only the classes it keeps. ``exact``: config -> (time, wait) as exact rationals,
-    the values both Z3 and exhaustive_exact use. ``out``: evaluate() over the space (the
-    breakdown of a solution is its row). ``part``: the split's float arrays per
-    configuration (cF, cL, A, D, mF, lF, mL, lL) and the index of each configuration's
-    class (``cls``), and of the configuration whose values stand for its class (``c0``),
-    (class, raster) (``r0``) and (class, raster, persistent) group (``g0``).
+    evaluate() time and wait enter as a table). Exact values, built on first use (the
+    pruned solve needs only the classes and groups it keeps): ``entry(i)`` of class i,
+    its ``vol`` (padded_volume) and ``variants``; ``per(i, r)`` of a (class, variant), the
+    counts (cF, cL) of K-loop periods the full waves / the remainder wave contribute on
+    the critical path (F*(S-1) and [R>0]*(S-1), less stream-K's segment ends) and the
+    periods' (mF, lF), (mL, lL) (a full-wave / last-wave CTA's period is max(m, l/B));
+    ``ad(i, r, p)`` the (A, D) of a (class, variant, persistent) group. ``exact``: config
+    -> (time, wait) as exact rationals, the values both Z3 and exhaustive_exact use.
+    ``out``: evaluate() over the space (the breakdown of a solution is its row). ``part``:
+    the split's float arrays per configuration (cF, cL, A, D, mF, lF, mL, lL) and the index
+    of each configuration's class (``cls``), and of the configuration whose values stand
+    for its (class, variant) (``r0``) and (class, variant, persistent) group (``g0``).
+    ``facts``: the space's (``space.space_facts``).
     """
 
     symbolic: bool
@@ -84,36 +89,47 @@ class PipeTable:
     max_dev: float
     out: dict
     part: dict
+    facts: SpaceFacts
     _entries: dict = field(default_factory=dict)
+    _per: dict = field(default_factory=dict)
+    _ad: dict = field(default_factory=dict)
     _exact: dict | None = None
 
     @property
     def classes(self) -> dict:
-        """Every class's exact entry (see the class doc)."""
-        return {i: self.entry(i) for i in sorted(set(self.part["cls"].tolist()))}
+        """Every class's entry (see the class doc)."""
+        return {i: self.entry(i) for i in sorted(self.facts.variants_of)}
 
     def entry(self, i: int) -> dict:
-        """The exact entry of class ``i``: the values of the first configuration (in space
-        order) of the class, of each (class, raster) and of each group."""
+        """Class ``i``: its padded volume ``vol`` and its ``variants`` (ascending)."""
         d = self._entries.get(i)
-        if d is not None:
-            return d
-        P = self.part
-        js = np.nonzero(P["cls"] == i)[0]
-        j0 = int(js[0])
-        d = {"cF": int(P["cF"][j0]), "cL": int(P["cL"][j0]), "per": {}, "A": {}, "D": {},
-             "vol": padded_volume(self.shape, self.space[j0])}
-        for j in js:
-            c = self.space[j]
-            r, p = variant_code(c), bool(c.persistent)
-            if r not in d["per"]:
-                k = int(P["r0"][j])
-                d["per"][r] = ((Q(P["mF"][k]), Q(P["lF"][k])), (Q(P["mL"][k]), Q(P["lL"][k])))
-            if (r, p) not in d["A"]:
-                g = int(P["g0"][j])
-                d["A"][(r, p)], d["D"][(r, p)] = Q(P["A"][g]), Q(P["D"][g])
-        self._entries[i] = d
+        if d is None:
+            f = self.facts
+            d = {"vol": padded_volume(self.shape, self.space[f.class_first[i]]), "variants": f.variants_of[i]}
+            self._entries[i] = d
         return d
+
+    def per(self, i: int, r: int) -> tuple:
+        """(cF, cL, (mF, lF), (mL, lL)) of class ``i``, variant ``r``, exact: the values of
+        its first configuration (in space order)."""
+        v = self._per.get((i, r))
+        if v is None:
+            P, k = self.part, self.facts.first_r[(i, r)]
+            v = (int(P["cF"][k]), int(P["cL"][k]), (Q(P["mF"][k]), Q(P["lF"][k])), (Q(P["mL"][k]), Q(P["lL"][k])))
+            self._per[(i, r)] = v
+        return v
+
+    def ad(self, i: int, r: int, p: bool) -> tuple | None:
+        """(A, D) of the group (class ``i``, variant ``r``, persistent ``p``), exact; None
+        where the space has no such group."""
+        key = (i, r, bool(p))
+        v = self._ad.get(key)
+        if v is None:
+            g = self.facts.first_g.get(key)
+            if g is None:
+                return None
+            v = self._ad[key] = (Q(self.part["A"][g]), Q(self.part["D"][g]))
+        return v
 
     @property
     def exact(self) -> dict:
@@ -129,16 +145,17 @@ class PipeTable:
         if not self.symbolic:
             return {self.space[j]: (Q(self.pred[j]), Q(self.wait[j])) for j in js}
         out, pk = {}, {}
+        f = self.facts
         for j in js:
             c = self.space[j]
-            i, r, p = int(self.part["cls"][j]), variant_code(c), bool(c.persistent)
-            d = self.entry(i)
+            i, r, p = int(f.cls[j]), int(f.variant[j]), bool(f.persistent[j])
             key = (i, r, c.stages)
             if key not in pk:
-                (mf, lf), (ml, lm) = d["per"][r]
-                pk[key] = d["cF"] * _pk(mf, lf, c.stages) + d["cL"] * _pk(ml, lm, c.stages)
-            t = d["A"][(r, p)] + pk[key]
-            out[c] = (t, t - d["D"][(r, p)])
+                cf, cl, (mf, lf), (ml, lm) = self.per(i, r)
+                pk[key] = (cf * _pk(mf, lf, c.stages) if cf else 0) + (cl * _pk(ml, lm, c.stages) if cl else 0)
+            a, d = self.ad(i, r, p)
+            t = a + pk[key]
+            out[c] = (t, t - d)
         return out
 
     def float_times(self) -> tuple[np.ndarray, np.ndarray]:
@@ -148,9 +165,9 @@ class PipeTable:
         if not self.symbolic:
             return self.pred, np.abs(self.pred)
         P = self.part
-        g, r, c = P["g0"], P["r0"], P["c0"]
+        g, r = P["g0"], P["r0"]
         b = np.array([x.stages for x in self.space], dtype=np.float64)
-        k = P["cF"][c] * np.maximum(P["mF"][r], P["lF"][r] / b) + P["cL"][c] * np.maximum(P["mL"][r], P["lL"][r] / b)
+        k = P["cF"][r] * np.maximum(P["mF"][r], P["lF"][r] / b) + P["cL"][r] * np.maximum(P["mL"][r], P["lL"][r] / b)
         return P["A"][g] + k, np.abs(P["A"][g]) + k
 
 
@@ -172,6 +189,22 @@ def _depth_rows(a: dict, n: int, g0: np.ndarray, same: bool) -> tuple[dict, np.n
     return kw, back
 
 
+def _grid(kw: dict, rows: list, n: int):
+    """The model's grid (tiles, waves, panels: no ring depth in it) of the rows of ``kw``
+    (_depth_rows' blocks of each shape, concatenated), computed on one block of group
+    representatives per shape and taken for every row (``ws_pipelined.take``)."""
+    sizes = [len(block["stages"]) for block, _ in rows]
+    r = (sizes[0] - n) // 3
+    reps, idx, lo = [], [], 0
+    for i, (size, (_, back)) in enumerate(zip(sizes, rows)):
+        reps.append(np.arange(lo + n, lo + n + r))  # the block at B = 1: one row per group
+        idx.append(i * r + np.concatenate([back, np.arange(r), np.arange(r), np.arange(r)]))
+        lo += size
+    reps = np.concatenate(reps)
+    sub = {k: v[reps] if isinstance(v, np.ndarray) and v.shape == (lo,) else v for k, v in kw.items()}
+    return ws_pipelined.take(ws_pipelined.grid_of(sub), np.concatenate(idx))
+
+
 def _depth_outputs(both: dict, n: int, back: np.ndarray) -> dict:
     """_depth_rows' blocks of evaluate()'s outputs, per configuration: {"B", 1, 2, "inf"}."""
     r = (len(next(iter(both.values()))) - n) // 3
@@ -179,14 +212,6 @@ def _depth_outputs(both: dict, n: int, back: np.ndarray) -> dict:
     for q, name in enumerate((1, 2, "inf")):
         outs[name] = {c: v[n + q * r:n + (q + 1) * r][back] for c, v in both.items()}
     return outs
-
-
-def _groups(space: list[KernelConfig], index: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per configuration: class index, variant code, and its group's first configuration."""
-    cls = np.array([index[class_key(c)] for c in space], dtype=np.int64)
-    rast = np.array([variant_code(c) for c in space], dtype=np.int64)
-    pers = np.array([bool(c.persistent) for c in space], dtype=np.int64)
-    return cls, rast, _first_of((cls * N_VARIANTS + rast) * 2 + pers)
 
 
 def _pipe_periods(a: dict, outs: dict, cF: np.ndarray, cL: np.ndarray):
@@ -202,10 +227,10 @@ def _pipe_periods(a: dict, outs: dict, cF: np.ndarray, cL: np.ndarray):
     mL = d - 2g where g > 0; where g = 0, mL >= d and every B >= 2 sees the period mL:
     (mL, lL) = (d, 2d) reproduces the model up to the constant A. pipelined_table checks
     the result on every configuration."""
-    o1, oinf, out = outs[1], outs["inf"], outs["B"]
+    o1, oinf = outs[1], outs["inf"]
     l1, m1 = o1["full_wave_period_us"], oinf["full_wave_period_us"]
     mF, lF, mL, lL = m1.copy(), l1.copy(), m1.copy(), l1.copy()
-    two = (out["tiles"] // out["wave_ctas"] > 0) & (cL > 0)
+    two = (cF > 0) & (cL > 0)  # full waves and a remainder wave with K loops
     if two.any():
         f1, finf, f2 = o1["predicted_us"], oinf["predicted_us"], outs[2]["predicted_us"]
         kL = np.where(cL > 0, cL, 1)
@@ -218,22 +243,17 @@ def _pipe_periods(a: dict, outs: dict, cF: np.ndarray, cL: np.ndarray):
     return (mF, lF), (mL, lL)
 
 
-def _first_of(keys: np.ndarray) -> np.ndarray:
-    """Per position, the first position (in space order) with the same key."""
-    _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
-    return first[inv.reshape(-1)]
-
-
 def pipelined_table(shape: Shape, space: list[KernelConfig], pset: ParamSet, index: dict) -> PipeTable:
     """Run ws_pipelined.evaluate() on the whole space at ``shape`` and split it as
 
-        time(c, raster, persistent, B) = A + cF * max(mF, lF/B) + cL * max(mL, lL/B)
+        time(c, variant, persistent, B) = A + cF * max(mF, lF/B) + cL * max(mL, lL/B)
         wait = time - D
 
-    with A and D per (tile class, raster, persistent), cF, cL per class, (m, l) per
-    (class, raster): the only assumption is that the ring depth B enters the model
-    through the pipelined K loop's period (S - 1 periods per tile of the full and the
-    last wave). That A is the same for every B of a group, and D too, is checked here on
+    with A and D per (tile class, variant, persistent), cF, cL and (m, l) per (class,
+    variant): the only assumption is that the ring depth B enters the model through the
+    pipelined K loop's period (the model's full_periods and last_periods of them, S - 1
+    per work item of the full and the last wave). That A is the same for every B of a
+    group, and D too, and cF, cL for every configuration of a (class, variant), is checked here on
     every configuration: if the model's dependence on B is not of this form (e.g. B also
     enters the L2 window or the fill), the table falls back to ``symbolic=False``.
     """
@@ -244,7 +264,10 @@ def pipelined_tables(shapes: list[Shape], space: list[KernelConfig], pset: Param
     """pipelined_table of each shape, with one evaluate() call for all of them (the model
     is row-wise; its cost is mostly per call): a testlist's tables at once."""
     n = len(space)
-    cls, rast, g0 = _groups(space, index)
+    facts = space_facts(space)
+    if index != facts.index:
+        raise ValueError("pipelined_tables: index is not the space's tile-class index (space.rank_parts)")
+    g0 = facts.g0
     ins = [pipelined_inputs(shape, space, pset) for shape in shapes]
     # the inputs but m, n, k (constant per shape) are the configurations' and parameters'
     same = all(np.array_equal(v, v[g0]) for k, v in ins[0].items()
@@ -252,32 +275,33 @@ def pipelined_tables(shapes: list[Shape], space: list[KernelConfig], pset: Param
     rows = [_depth_rows(a, n, g0, same) for a in ins]
     kw = {k: v for k, v in ins[0].items() if k not in rows[0][0]}
     kw.update({k: np.concatenate([r[0][k] for r in rows]) for k in rows[0][0]})
-    both = ws_pipelined.evaluate(**kw)
+    both = ws_pipelined.evaluate(**kw, grid=_grid(kw, rows, n))
     out, lo = [], 0
     for shape, a, (block, back) in zip(shapes, ins, rows):
         size = len(block["stages"])
         outs = _depth_outputs({c: v[lo:lo + size] for c, v in both.items()}, n, back)
         lo += size
-        out.append(_split(shape, space, index, a, outs, (cls, rast, g0)))
+        out.append(_split(shape, space, index, a, outs, facts))
     return out
 
 
-def _split(shape: Shape, space: list, index: dict, a: dict, outs: dict, groups: tuple) -> PipeTable:
+def _split(shape: Shape, space: list, index: dict, a: dict, outs: dict, facts: SpaceFacts) -> PipeTable:
     """The split of one shape's evaluate() outputs (see pipelined_table)."""
-    cls, rast, g0 = groups
     out = outs["B"]
     pred = out["predicted_us"]
     wait = math_wait(out, "ws-pipelined")
-    tiles, s = out["tiles"], out["k_stages"]
-    full_waves, has_rem = tiles // out["wave_ctas"], (tiles % out["wave_ctas"]) > 0
-    cF, cL = full_waves * (s - 1), has_rem * (s - 1)
+    cF, cL = out["full_periods"], out["last_periods"]
     (mF, lF), (mL, lL) = _pipe_periods(a, outs, cF, cL)
     b = a["stages"].astype(np.float64)
     A = pred - cF * np.maximum(mF, lF / b) - cL * np.maximum(mL, lL / b)
-    part = {"cF": cF, "cL": cL, "A": A, "D": pred - wait, "mF": mF, "lF": lF, "mL": mL, "lL": lL, "cls": cls,
-            "c0": _first_of(cls), "r0": _first_of(cls * N_VARIANTS + rast), "g0": g0}
-    # the split holds where A, D and the periods are the same for every configuration of a group
+    part = {"cF": cF, "cL": cL, "A": A, "D": pred - wait, "mF": mF, "lF": lF, "mL": mL, "lL": lL,
+            "cls": facts.cls, "r0": facts.r0, "g0": facts.g0}
+    # the split holds where A, D and the periods are the same for every configuration of a group,
+    # and the periods' counts for every configuration of a (class, variant)
+    g0, r0 = facts.g0, facts.r0
     dev = max(float(np.max(np.abs(part[x] - part[x][g0]) / pred)) for x in ("A", "D", "mF", "lF", "mL", "lL"))
-    symbolic = dev <= PIPE_TOL and bool(np.all(lF >= mF) & np.all(lL >= mL)) and bool(np.all(mF > 0) & np.all(mL > 0))
+    same_counts = bool(np.all(cF == cF[r0]) & np.all(cL == cL[r0]))
+    symbolic = dev <= PIPE_TOL and same_counts and bool(np.all(lF >= mF) & np.all(lL >= mL)) \
+        and bool(np.all(mF > 0) & np.all(mL > 0))
     return PipeTable(symbolic=symbolic, shape=shape, space=list(space), index=index, pred=pred, wait=wait,
-                     stages=tuple(sorted({c.stages for c in space})), max_dev=dev, out=out, part=part)
+                     stages=facts.stages, max_dev=dev, out=out, part=part, facts=facts)

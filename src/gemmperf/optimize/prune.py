@@ -20,6 +20,20 @@ ws-pipelined), so a bound on it is a bound on what Z3 would have seen.
    tolerance: it can be neither, nor tie with either, so the lexicographic optimum and
    runner-up over the kept classes are those over the whole space.
 
+Nothing above depends on what a configuration varies beside its tile class: the variant
+(raster, raster group, epilogue, schedule, and since issue 16 the K split and stream-K,
+``space.variant_code``), the ring depth and persistence enter only through each
+configuration's own value. ws-pipelined's value is A + cF*max(mF, lF/B) + cL*max(mL,
+lL/B) with A, D of its own (class, variant, persistent) group and cF, cL, mF, lF, mL, lL
+of its own (class, variant) -- a K split changes the periods' counts (S = ceil(KT/Sk) per
+item, waves of items) and the fix-up in A, stream-K the counts (I minus the segment
+ends), and pipelined_table checks on every configuration that the split reproduces the
+model, else the table holds evaluate()'s values themselves; ws-stage and ws-persistent
+do not see the variant (their exact values are per class and ring depth). The
+incumbents and U are taken over every configuration matching the pins (the pins of
+split_k and stream_k included), and a dropped configuration's own value exceeds U (1 +
+tol): however the space grows, what is dropped can be neither optimum nor runner-up.
+
 ws-pipelined's bounds are compared in floats: the table holds float64 values whose
 exact rationals (``Q``) are their shortest decimal forms, within 2**-53 relative, and
 the closed form adds three non-negative-coefficient terms (one division, two products,
@@ -45,12 +59,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..problem import KernelConfig
 from .encode import Kept
 from .exact import exact_objectives
 from .exhaustive import pipelined_best
 from .pipelined import TIE_TOL, PipeTable
-from .space import Consts, RankParts, class_key, padded_volume, tie_rank
+from .space import Consts, RankParts, matching, padded_volume, space_facts
 
 FLOAT_MARGIN = 1e-9  # relative margin of the float comparison (see the module doc)
 
@@ -80,43 +93,32 @@ class Pruned:
         if self.model == "ws-pipelined":
             best = pipelined_best(cs)
             t0 = min(x[0] for x in cs)
-            w0 = min(x[1] for x in cs if x[0] <= t0 + TIE_TOL * abs(t0))
+            t_max = t0 + TIE_TOL * abs(t0)
+            w0 = min(x[1] for x in cs if x[0] <= t_max)
             return [t0, w0, best[2], best[3]]
         best = min(cs, key=lambda x: x[:4])
         return [best[0], best[1], best[3]]
-
-
-def _matches(c: KernelConfig, fix: dict | None) -> bool:
-    return not fix or all(getattr(c, f) == v for f, v in fix.items())
-
-
-def _incumbents(order: list[int], cls: list[int]) -> tuple[int, int | None]:
-    """Positions of the first entry of ``order`` and of the first in another class."""
-    a = order[0]
-    b = next((j for j in order if cls[j] != cls[a]), None)
-    return a, b
 
 
 def prune_exact(C: Consts, space: list, rp: RankParts, model: str, fix: dict | None,
                 runner_up: bool, wave_end: str = "ours") -> Pruned | None:
     """ws-stage / ws-persistent: exact times per tile class (and, for ws-stage, B >= 2),
     configurations slower than U dropped (None where no configuration matches the pins)."""
-    by_key: dict = {}
-    for c in space:
-        key = (class_key(c), c.stages >= 2 if model == "ws-stage" else True)
-        by_key.setdefault(key, []).append(c)
-    vals = {key: exact_objectives(C, cs[0], model, wave_end) for key, cs in by_key.items()}
-    order = sorted((key for key, cs in by_key.items() if any(_matches(c, fix) for c in cs)), key=lambda k: vals[k][0])
+    f = space_facts(space)
+    keys = f.cls * 2 + ((f.ints["stages"] >= 2) if model == "ws-stage" else 1)
+    uniq, first = np.unique(keys, return_index=True)
+    vals = {k: exact_objectives(C, space[j], model, wave_end) for k, j in zip(uniq.tolist(), first.tolist())}
+    match = matching(space, fix)
+    order = sorted(np.unique(keys[match]).tolist(), key=lambda k: vals[k][0])
     if not order:
         return None
     a = order[0]
-    b = next((k for k in order if k[0] != a[0]), None)
+    b = next((k for k in order if k // 2 != a // 2), None)  # the first of another class
     U = max(vals[a][0], vals[b][0]) if runner_up and b is not None else vals[a][0]
-    near = [key for key in by_key if vals[key][0] <= U]
-    keep = [c for key in near for c in by_key[key]]
-    cands = {c: (*vals[key], 0, tie_rank(c, rp), rp.index[key[0]])
-             for key in near for c in by_key[key] if _matches(c, fix)}
-    return Pruned(keep=Kept.of(keep, rp.index), bound=U, cands=cands, model=model)
+    near = np.isin(keys, [k for k in vals if vals[k][0] <= U])
+    ranks = f.ranks(rp)
+    cands = {space[j]: (*vals[int(keys[j])], 0, int(ranks[j]), int(f.cls[j])) for j in np.nonzero(near & match)[0]}
+    return Pruned(keep=Kept.at(space, f, np.nonzero(near)[0]), bound=U, cands=cands, model=model)
 
 
 def prune_pipelined(tab: PipeTable, rp: RankParts, fix: dict | None, runner_up: bool) -> Pruned | None:
@@ -125,20 +127,22 @@ def prune_pipelined(tab: PipeTable, rp: RankParts, fix: dict | None, runner_up: 
     space = tab.space
     t, scale = tab.float_times()
     cls = tab.part["cls"]
-    match = np.array([_matches(c, fix) for c in space]) if fix else np.ones(len(space), dtype=bool)
+    match = matching(space, fix)
     if not match.any():
         return None
-    order = [int(j) for j in np.argsort(np.where(match, t, np.inf), kind="stable")[:int(match.sum())]]
-    a, b = _incumbents(order, cls.tolist())
+    order = np.argsort(np.where(match, t, np.inf), kind="stable")[:int(match.sum())]
+    a = int(order[0])
+    other = order[cls[order] != cls[a]]
+    b = int(other[0]) if len(other) else None  # the first in another class
     inc = tab.exact_of([a] if b is None or not runner_up else [a, b])
     U = max(x[0] for x in inc.values())
     bound = U + TIE_TOL * abs(U)
     thr = float(bound)
     near = t <= thr + FLOAT_MARGIN * (scale + abs(thr))  # the others' exact times exceed ``bound``
     near[a] = True
-    keep = Kept.of([space[j] for j in np.nonzero(near)[0]], rp.index)
+    keep = Kept.at(space, tab.facts, np.nonzero(near)[0])
     js = [int(j) for j in np.nonzero(near & match)[0]]
     ex = tab.exact_of(js)
-    cands = {space[j]: (*ex[space[j]], padded_volume(tab.shape, space[j]), tie_rank(space[j], rp), int(cls[j]))
-             for j in js}
+    ranks = tab.facts.ranks(rp)
+    cands = {space[j]: (*ex[space[j]], padded_volume(tab.shape, space[j]), int(ranks[j]), int(cls[j])) for j in js}
     return Pruned(keep=keep, bound=bound, cands=cands, model="ws-pipelined")

@@ -12,8 +12,9 @@ kernel family that minimizes, lexicographically,
    then the deepest pipeline (most stages: the models do not distinguish B >= 2, and a
    deeper buffer absorbs load jitter they do not see), then the kernel the model
    describes (non-persistent for ws-stage, persistent for ws-persistent and
-   ws-pipelined), then the variant (``space.variant_code``: raster row < column <
-   grouped, then the smaller raster group, the direct epilogue, the cooperative schedule),
+   ws-pipelined), then the variant (``space.variant_code``: K not shared among CTAs
+   before the K splits (ascending) before stream-K, then raster row < column < grouped,
+   the smaller raster group, the direct epilogue, the cooperative schedule),
 
 and returns the optimum, its breakdown (the model's own ``evaluate`` on that
 configuration), the runner-up tiling (the best configuration with a different tile class)
@@ -59,8 +60,8 @@ from .encode import ALL_VARS, CHOICE_VARS, MODEL_VARS, encode_text, encoding_siz
 from .evaluate import breakdown, breakdown_of
 from .pipelined import TIE_TOL, PipeTable, pipelined_table
 from .prune import Pruned, prune_exact, prune_pipelined
-from .space import (DEFAULT_MODEL, FIELDS, GROUP_SIZES, RankParts, check_family, check_model, class_key, consts,
-                    explain_unsat, search_space, shape_for, variant_fields)
+from .space import (DEFAULT_MODEL, FIELDS, GROUP_SIZES, SPLIT_SIZES, RankParts, check_family, check_model, class_key,
+                    consts, explain_unsat, search_space, shape_for, variant_fields)
 
 z3.set_param("parallel.enable", False)  # one core
 
@@ -261,16 +262,21 @@ class Solution:
 # ------------------------------------------------------------------ solve
 
 
+_BOOL_FIELDS = ("persistent", "stream_k")
+
+
 def _check_fix(fix: dict | None) -> None:
     if not fix:
         return
     bad = [k for k in fix if k not in FIELDS]
     if bad:
         raise UserError(f"cannot fix {', '.join(bad)}; fields: {', '.join(FIELDS)}")
-    known = {"raster": RASTERS, "epilogue": EPILOGUES, "schedule": SCHEDULES, "group_m": GROUP_SIZES}
+    known = {"raster": RASTERS, "epilogue": EPILOGUES, "schedule": SCHEDULES, "group_m": GROUP_SIZES,
+             "split_k": SPLIT_SIZES, "stream_k": (False, True)}
     for name, values in known.items():
-        if name in fix and fix[name] not in values:
-            raise UserError(f"{name} {fix[name]!r}: known values are {', '.join(map(str, values))}")
+        value = fix.get(name)
+        if name in fix and (value not in values or isinstance(value, bool) != (name in _BOOL_FIELDS)):
+            raise UserError(f"{name} {value!r}: known values are {', '.join(map(str, values))}")
 
 
 def _runner_up(solver, objectives: list, tol: dict, cls: int, family: str, dtype: str,
@@ -374,7 +380,7 @@ def solve(shape, family: str, gpu: GPU, params: ParamSet, model: str = DEFAULT_M
             ru = RunnerUp(_decode(zr, family, shp.dtype), float(_val(zr, _zv("time"))), float(_val(zr, _zv("wait"))))
         elif runner_up and len(sk.classes) > 1:
             ru, ru_s = _runner_up(solver, objectives, tol, sk.index[class_key(cfg)], family, shp.dtype, pr)
-    bd = breakdown_of(tab.out, tab.space.index(cfg), model) if tab is not None else \
+    bd = breakdown_of(tab.out, tab.facts.position[cfg], model) if tab is not None else \
         breakdown(cfg, shp, params, model, wave_end)
     bd["math_wait_us"] = float(w_ex)
     n_assert, n_vars = encoding_size(lines)

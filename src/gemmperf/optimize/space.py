@@ -19,7 +19,8 @@ from ..hardware import GPU
 from ..kernels import FAMILY_OBJECTS, check_legal, get_family
 from ..models.columns import ceil_div
 from ..params import ParamSet
-from ..problem import DTYPE_BYTES, EPILOGUES, FAMILIES, RASTERS, SCALE_FACTORS, SCHEDULES, KernelConfig, Shape
+from ..problem import (DTYPE_BYTES, EPILOGUES, FAMILIES, OUT_DTYPES, RASTERS, SCALE_FACTORS, SCHEDULES, KernelConfig,
+                       Shape)
 
 # The models the Z3 optimizer encodes; the CLI and the workflow default to DEFAULT_MODEL.
 MODELS = ("ws-stage", "ws-persistent", "ws-pipelined")
@@ -27,30 +28,44 @@ DEFAULT_MODEL = "ws-pipelined"
 # The configuration fields a solution sets (and ``fix`` may pin). The optimizer's space
 # holds the persistent grid at one CTA per SM (persistent_ctas = 0).
 FIELDS = ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "persistent", "raster", "group_m",
-          "epilogue", "schedule")
+          "epilogue", "schedule", "split_k", "stream_k")
 # Raster order as an integer: 0 row, 1 column, 2 grouped.
 RASTER_CODE = {r: i for i, r in enumerate(RASTERS)}
 # A configuration's variant: its choices beside the tile class, the stages and persistence
-# (raster, raster group, epilogue, schedule), as one integer, the encoding's ``raster``
-# variable, ordered for the tie-break: raster row < column < grouped, then the smaller
+# (raster, raster group, epilogue, schedule, how K is shared), as one integer, the
+# encoding's ``raster`` variable, ordered for the tie-break: K not shared first (then the
+# K splits ascending, then stream-K), then raster row < column < grouped, the smaller
 # group, the direct epilogue, the cooperative schedule.
-VARIANT_FIELDS = ("raster", "group_m", "epilogue", "schedule")
+VARIANT_FIELDS = ("raster", "group_m", "epilogue", "schedule", "split_k", "stream_k")
 GROUP_SIZES = tuple(sorted({g for fam in FAMILY_OBJECTS.values() for g in fam.group_ms}))
-N_VARIANTS = len(RASTERS) * len(GROUP_SIZES) * len(EPILOGUES) * len(SCHEDULES)
+# The ways to share K among CTAs, (split_k, stream_k), in the tie-break's order: none, the
+# K splits of any family, stream-K (if a family has it).
+SPLIT_SIZES = tuple(sorted({s for fam in FAMILY_OBJECTS.values() for s in fam.split_ks}))
+K_WAYS = tuple((s, False) for s in SPLIT_SIZES) + (((1, True),) if any(
+    fam.stream_k for fam in FAMILY_OBJECTS.values()) else ())
+# variants of each way to share K: raster, group, epilogue, schedule
+N_TILE_VARIANTS = len(RASTERS) * len(GROUP_SIZES) * len(EPILOGUES) * len(SCHEDULES)
+N_VARIANTS = len(K_WAYS) * N_TILE_VARIANTS
 
 
 def variant_code(c: KernelConfig) -> int:
-    """The variant integer of ``c`` (see VARIANT_FIELDS)."""
+    """The variant integer of ``c`` (see VARIANT_FIELDS): the way K is shared is the most
+    significant part, so every configuration that does not share K (code < N_TILE_VARIANTS)
+    comes first."""
     code = RASTER_CODE[c.raster] * len(GROUP_SIZES) + GROUP_SIZES.index(c.group_m)
-    return (code * len(EPILOGUES) + EPILOGUES.index(c.epilogue)) * len(SCHEDULES) + SCHEDULES.index(c.schedule)
+    code = (code * len(EPILOGUES) + EPILOGUES.index(c.epilogue)) * len(SCHEDULES) + SCHEDULES.index(c.schedule)
+    return K_WAYS.index((c.split_k, c.stream_k)) * N_TILE_VARIANTS + code
 
 
 def variant_fields(code: int) -> dict:
     """The fields of variant ``code`` (inverse of variant_code)."""
-    code, sched = divmod(int(code), len(SCHEDULES))
+    way, code = divmod(int(code), N_TILE_VARIANTS)
+    code, sched = divmod(code, len(SCHEDULES))
     code, epi = divmod(code, len(EPILOGUES))
     r, g = divmod(code, len(GROUP_SIZES))
-    return {"raster": RASTERS[r], "group_m": GROUP_SIZES[g], "epilogue": EPILOGUES[epi], "schedule": SCHEDULES[sched]}
+    split, streamk = K_WAYS[way]
+    return {"raster": RASTERS[r], "group_m": GROUP_SIZES[g], "epilogue": EPILOGUES[epi], "schedule": SCHEDULES[sched],
+            "split_k": split, "stream_k": streamk}
 
 
 def Q(x) -> Fraction:
@@ -114,7 +129,7 @@ def consts(shape: Shape, family: str, gpu: GPU, pset: ParamSet) -> Consts:
     sf = SCALE_FACTORS.get(dtype)
     return Consts(
         m=shape.m, n=shape.n, k=shape.k, sms=int(gpu.sms),
-        in_b=Q(DTYPE_BYTES[dtype]), out_b=Q(DTYPE_BYTES[dtype]),
+        in_b=Q(DTYPE_BYTES[dtype]), out_b=Q(DTYPE_BYTES[OUT_DTYPES.get(dtype, dtype)]),
         sf=Q(sf[1]) / sf[0] if sf else Fraction(0),
         t_init=Q(p.t_init_us), t_epi=Q(p.t_epilogue_us), load_bw=Q(p.load_bytes_per_us),
         load_lat=Q(p.load_latency_us), math_fl=Q(p.math_flops_per_us),
@@ -195,15 +210,106 @@ class RankParts:
 
 
 def rank_parts(space: list[KernelConfig], model: str) -> RankParts:
+    f = space_facts(space)
+    return RankParts(classes=f.classes, index=f.index, bmax=f.bmax, pref=model != "ws-stage")
+
+
+# ------------------------------------------------------------------ per-space facts, computed once
+
+
+def space_key(space) -> tuple:
+    """A cache key of a list of configurations that costs no hashing of them: their
+    identities. Exact as long as the cache holds the configurations (``SpaceFacts.configs``),
+    so that no identity can pass to another object."""
+    return tuple(map(id, space))
+
+
+@dataclass(frozen=True)
+class SpaceFacts:
+    """What the optimizer asks of a space on every shape, computed once per space: its
+    tile classes in ascending order and their index, each configuration's position, class
+    index, variant code and persistence, the first configuration (in space order) of each
+    class, (class, variant) and (class, variant, persistent) group, the ring depths."""
+
+    configs: tuple  # the space (held, so that space_key stays exact)
+    classes: list
+    index: dict
+    position: dict  # config -> position in the space
+    cls: np.ndarray
+    variant: np.ndarray
+    persistent: np.ndarray
+    r0: np.ndarray  # per configuration, the first of its (class, variant)
+    g0: np.ndarray  # per configuration, the first of its (class, variant, persistent) group
+    class_first: dict  # class -> position of its first configuration
+    variants_of: dict  # class -> its variants, ascending
+    first_r: dict  # (class, variant) -> position of its first configuration
+    first_g: dict  # (class, variant, persistent) -> position of its first configuration
+    stages: tuple  # the ring depths, ascending
+    bmax: int
+    ints: dict  # tile_m, tile_n, tile_k, stages, cluster_m, cluster_n: int64 arrays
+
+    def ranks(self, rp: RankParts) -> np.ndarray:
+        """``tie_rank`` of every configuration (int64; rp of this space)."""
+        pk = np.where(self.persistent.astype(bool) == rp.pref, 0, 1)
+        return ((self.cls * (rp.bmax + 1) + (rp.bmax - self.ints["stages"])) * 2 + pk) * N_VARIANTS + self.variant
+
+
+_FACTS: dict = {}
+
+
+def _first_of(keys: np.ndarray) -> np.ndarray:
+    """Per position, the first position (in space order) with the same key."""
+    _, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+    return first[inv.reshape(-1)]
+
+
+def space_facts(space) -> SpaceFacts:
+    """The SpaceFacts of ``space`` (cached by ``space_key``)."""
+    key = space_key(space)
+    f = _FACTS.get(key)
+    if f is None:
+        f = _facts(space)
+        if len(_FACTS) > 64:
+            _FACTS.clear()
+        _FACTS[key] = f
+    return f
+
+
+def _facts(space) -> SpaceFacts:
     classes = sorted({class_key(c) for c in space})
-    return RankParts(classes=classes, index={k: i for i, k in enumerate(classes)},
-                     bmax=max(c.stages for c in space), pref=model != "ws-stage")
+    index = {k: i for i, k in enumerate(classes)}
+    cls = np.array([index[class_key(c)] for c in space], dtype=np.int64)
+    variant = np.array([variant_code(c) for c in space], dtype=np.int64)
+    pers = np.array([bool(c.persistent) for c in space], dtype=np.int64)
+    r0 = _first_of(cls * N_VARIANTS + variant)
+    g0 = _first_of((cls * N_VARIANTS + variant) * 2 + pers)
+    first_r, first_g, class_first, variants_of = {}, {}, {}, {}
+    for j in np.unique(g0).tolist():
+        i, r, p = int(cls[j]), int(variant[j]), bool(pers[j])
+        first_g[(i, r, p)] = j
+        if first_r.setdefault((i, r), j) == j:
+            variants_of.setdefault(i, []).append(r)
+        class_first[i] = min(class_first.get(i, j), j)
+    return SpaceFacts(configs=tuple(space), classes=classes, index=index,
+                      position={c: j for j, c in reversed(list(enumerate(space)))}, cls=cls, variant=variant,
+                      persistent=pers, r0=r0, g0=g0, class_first=class_first,
+                      variants_of={i: sorted(v) for i, v in variants_of.items()}, first_r=first_r, first_g=first_g,
+                      stages=tuple(sorted({c.stages for c in space})), bmax=max(c.stages for c in space),
+                      ints={k: np.array([getattr(c, k) for c in space], dtype=np.int64)
+                            for k in ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n")})
+
+
+def matching(space, fix: dict | None) -> np.ndarray:
+    """Whether each configuration of ``space`` has the pinned fields ``fix`` (bool array)."""
+    if not fix:
+        return np.ones(len(space), dtype=bool)
+    return np.array([all(getattr(c, f) == v for f, v in fix.items()) for c in space], dtype=bool)
 
 
 def tie_rank(c: KernelConfig, rp: RankParts) -> int:
     """Ties broken by: smallest tile class, deepest pipeline, the kernel the model
-    describes, the smallest variant (raster row < column < grouped, ...: variant_code;
-    the encoding's ``rank``)."""
+    describes, the smallest variant (K not shared, raster row < column < grouped, ...:
+    variant_code; the encoding's ``rank``)."""
     pk = 0 if c.persistent == rp.pref else 1
     return ((rp.index[class_key(c)] * (rp.bmax + 1) + (rp.bmax - c.stages)) * 2 + pk) * N_VARIANTS + variant_code(c)
 
