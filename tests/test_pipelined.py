@@ -356,6 +356,15 @@ def test_split_k_makes_items_of_shorter_k_loops_and_pays_their_fixup():
     assert off["predicted_us"][0] < t[2]
 
 
+def test_split_items_past_kt_load_nothing():
+    """K = 64 is one k-block: of 16 splits, 15 items are empty; the wave's bytes are the
+    one split's (the CTAs and their fix-ups still cost)."""
+    out = W.predict(pl.concat([_decode(k=64), _decode(k=64, split_k=16)]), PS)
+    assert out["k_stages"].to_list() == [1, 1]
+    assert out["stage_load_us"][1] <= 1.01 * out["stage_load_us"][0]
+    assert out["predicted_us"][1] > out["predicted_us"][0]
+
+
 def test_stream_k_workers_share_the_iterations_and_fix_up_their_partial_tiles():
     sk = W.predict(_decode(persistent=True, raster="grouped", stream_k=True), PS).row(0, named=True)
     dp = W.predict(_decode(persistent=True, raster="grouped"), PS).row(0, named=True)

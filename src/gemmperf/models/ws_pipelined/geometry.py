@@ -137,9 +137,12 @@ class Grid:
         mult = np.where(streamk, np.maximum(ceil_div(sk.workers, units), 1), split)
         full_waves, rem = items // sms, items % sms
         useful = (m * n * k) / (tiles_m * tile_m * tiles_n * tile_n * kt * tile_k).astype(np.float64)
-        # TMA skips what overhangs M, N and K
+        # TMA skips what overhangs M, N and K; the items' k-blocks (items/cs * S) may exceed
+        # the U*KT there are (the longest split stands for all, and split items past KT
+        # load nothing): the share of them that load (1 without K sharing)
+        loads = (units * kt) / ((items // (cm * cn)) * s)
         useful_ab = ((m / (tiles_m * tile_m)) * tile_m + (n / (tiles_n * tile_n)) * tile_n) \
-            / (tile_m + tile_n) * (k / (kt * tile_k))
+            / (tile_m + tile_n) * (k / (kt * tile_k)) * loads
         first_a, last_a = np.minimum(items, sms), np.where(rem > 0, rem, sms)
         d_m, d_n = reuse_distance(ceil_div(tiles_m, cm), ceil_div(tiles_n, cn), raster, group)
         zero = np.zeros_like(items)
