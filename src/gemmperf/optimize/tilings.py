@@ -192,7 +192,10 @@ def tilings_table(shapes: list[Shape], gpu: GPU, pset: ParamSet, families: list[
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-CHUNK = 32  # shapes whose ws-pipelined tables are built in one evaluate() call
+CHUNK = 32  # shapes whose ws-pipelined tables are built together
+# configurations x shapes of one evaluate() call at most (ws-hopper's 20616 configurations:
+# 7 shapes a call; measured, 32 shapes a call were 1.5-2x slower per shape)
+TABLE_CONFIGS = 150_000
 
 
 def _job(shape: Shape, fam: str, dtype: str | None, gpu: GPU, space: str, by_shape: dict) -> tuple:
@@ -225,7 +228,10 @@ def _legal_tables(jobs: list, gpu: GPU, pset: ParamSet, model: str, done: dict) 
         space = family_space(fam, gpu, d)
         index = skeleton(space, model, gpu.smem_per_block).index
         shps = list(dict.fromkeys(shps))
-        out.update({(s, fam): t for s, t in zip(shps, pipelined_tables(shps, space, pset, index))})
+        step = max(1, TABLE_CONFIGS // len(space))  # a big space's arrays stay in cache
+        for lo in range(0, len(shps), step):
+            part = shps[lo:lo + step]
+            out.update({(s, fam): t for s, t in zip(part, pipelined_tables(part, space, pset, index))})
     return out
 
 
