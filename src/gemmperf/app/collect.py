@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..bench.collect import KERNEL_DTYPES, PRESETS, STANDIN_ENV, dtype_skips, run_collect
+from ..bench.collect import KERNEL_DTYPES, PRESETS, SAMPLE_COUNT, SAMPLE_SEED, STANDIN_ENV, dtype_skips, run_collect
 from ..bench.journal import RETRIED
 from ..errors import UserError
 from ..problem import FAMILIES
@@ -31,6 +31,10 @@ bf16, fp16, or fp8 (e4m3, ws-hopper only; bf16 output). A family with no kernel 
 the dtype is skipped with a line saying so (ws-ampere under fp8); asking only for such
 families is an error. Presets default, medium and small also measure split-K and
 stream-K where a shape has fewer tiles than the GPU has SMs (bench.collect.shared_k_picks).
+Preset sample measures --sample-count configurations per shape and family, a
+stratified sample of the legal space drawn with --sample-seed over the whole testlist
+(bench.sample): the same arguments give the same tasks on any GPU with the same legal
+space, and --shard splits them by shape.
 """
 
 EPILOG = """\
@@ -57,6 +61,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 def cmd_collect(a) -> int:
     gpu = resolve_gpu(a.gpu)
     families = parse_families(a.families)
+    if a.sample_count < 1:
+        raise UserError(f"--sample-count {a.sample_count}: expected a positive count")
     if a.limit < 0:
         raise UserError(f"--limit {a.limit}: expected 0 (no limit) or a positive count")
     for family, why in dtype_skips(gpu, families, a.dtype).items():
@@ -64,7 +70,7 @@ def cmd_collect(a) -> int:
     counts, n_tasks, written = run_collect(
         gpu, a.testlist, a.out, families, a.dtype, a.preset, parse_shard(a.shard), warm_l2=a.warm_l2,
         rel_spread=a.rel_spread, max_seconds=a.max_seconds, timeout_s=a.timeout, limit=a.limit,
-        journal=a.journal, retry_failed=a.retry_failed,
+        journal=a.journal, retry_failed=a.retry_failed, sample=(a.sample_count, a.sample_seed),
     )
     print(f"{a.out}: {written} of {n_tasks} configurations in this shard measured; "
           f"{sum(counts.values())} measured now ({counts})")
@@ -84,7 +90,12 @@ def add_parsers(sub) -> None:
     p.add_argument("--dtype", default="bf16", choices=KERNEL_DTYPES,
                    help="tensor-core input dtype (default bf16; fp8: e4m3, ws-hopper only), e.g. --dtype fp8")
     p.add_argument("--preset", default="default", choices=PRESETS,
-                   help="which configurations per problem: default (the family's sweep), medium, paper, small")
+                   help="which configurations per problem: default (the family's sweep), medium, paper, small, "
+                   "sample (stratified over the legal space)")
+    p.add_argument("--sample-count", type=int, default=SAMPLE_COUNT,
+                   help=f"preset sample: configurations per shape and family (default {SAMPLE_COUNT})")
+    p.add_argument("--sample-seed", type=int, default=SAMPLE_SEED,
+                   help=f"preset sample: the seed of the draw (default {SAMPLE_SEED})")
     p.add_argument("--shard", default="0/1", help="i/n: measure the i-th of n shards of the problems (0-based)")
     p.add_argument("--warm-l2", action=argparse.BooleanOptionalAction, default=False,
                    help="reuse one copy of A and B, so L2 may serve them (default: cold L2)")

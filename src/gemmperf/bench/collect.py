@@ -18,9 +18,11 @@ from ..problem import DEFAULT_GROUP_M, KernelConfig, Shape, read_testlist, shard
 from .device import local_arch, measurement_context
 from .journal import best_rows, norm, read_rows, seed, task_key, write_table
 from .measure import Measurer
+from .sample import sample_configs
 from .sweep import run_sweep
 
-PRESETS = ("default", "medium", "paper", "small")
+PRESETS = ("default", "medium", "paper", "small", "sample")
+SAMPLE_COUNT, SAMPLE_SEED = 16, 1723  # the sample preset's configurations per shape, and its seed
 STANDIN_ENV = "GEMMPERF_MEASURE_STANDIN"
 # the tensor-core input dtypes some kernel compiles for (--dtype of collect and microbench;
 # simt computes fp32 whichever is asked): bf16, fp16, fp8
@@ -121,12 +123,17 @@ def families_for(gpu, families: list[str], dtype: str) -> list:
     return [f for f in families_on(gpu, families) if f.name not in skips]
 
 
-def tasks_for(shapes: list[Shape], gpu, families: list[str], dtype: str, preset: str) -> list[dict]:
+def tasks_for(shapes: list[Shape], gpu, families: list[str], dtype: str, preset: str,
+              sample: tuple[int, int] = (SAMPLE_COUNT, SAMPLE_SEED)) -> list[dict]:
     """Tasks ordered by shape, so the worker reuses its input buffers: each shape with
     each family's ``sweep_configs`` and, except for the paper preset, its
-    ``shared_k_picks``. Families without a kernel for ``dtype`` are left out
-    (``dtype_skips``)."""
+    ``shared_k_picks``; under the sample preset, ``sample`` = (count, seed) of each
+    family's stratified sample (bench.sample). Families without a kernel for ``dtype``
+    are left out (``dtype_skips``)."""
     fams = families_for(gpu, families, dtype)
+    if preset == "sample":
+        picks = {f.name: sample_configs(f, gpu, f.dtype_for(dtype), shapes, *sample) for f in fams}
+        return [{"m": s.m, "n": s.n, "k": s.k, **c.as_dict()} for s in shapes for f in fams for c in picks[f.name][s]]
     per_family = {f.name: sweep_configs(f.name, gpu, f.dtype_for(dtype), preset) for f in fams}
     shared = {f.name: [] if preset == "paper" else f.shared_k_configs(gpu, f.dtype_for(dtype)) for f in fams}
     tasks = []
@@ -190,15 +197,18 @@ def default_journal(out: str | Path) -> Path:
 def run_collect(gpu, testlist, out, families: list[str], dtype: str, preset: str = "default",
                 shard_of: tuple[int, int] = (0, 1), warm_l2: bool = False, rel_spread: float = 0.02,
                 max_seconds: float = 2.0, timeout_s: float = 120.0, limit: int = 0,
-                journal: str | Path | None = None, retry_failed: bool = False) -> tuple[dict, int, int]:
+                journal: str | Path | None = None, retry_failed: bool = False,
+                sample: tuple[int, int] = (SAMPLE_COUNT, SAMPLE_SEED)) -> tuple[dict, int, int]:
     """Measure shard ``shard_of`` = (i, n) of a testlist into its journal (appends,
     resumes), then write ``out`` from the journal: the winning row of every task measured.
     A journal that does not exist yet starts from the rows of an existing ``out``.
 
     Returns (status counts of the rows measured now, tasks in this shard, rows in ``out``)."""
     i, n = shard_of
-    shapes = shard(read_testlist(testlist, dtype), i, n)
-    tasks = tasks_for(shapes, gpu, families, dtype, preset)
+    shapes = read_testlist(testlist, dtype)
+    # the sample is drawn over the whole list (its balance spans the shapes), then sharded
+    mine = {(s.m, s.n, s.k) for s in shard(shapes, i, n)}
+    tasks = [t for t in tasks_for(shapes, gpu, families, dtype, preset, sample) if (t["m"], t["n"], t["k"]) in mine]
     journal = Path(journal) if journal else default_journal(out)
     if journal.resolve() == Path(out).resolve():
         raise UserError(f"--journal {journal}: must not be the output (the output is rewritten from the journal)")

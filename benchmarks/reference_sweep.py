@@ -1,0 +1,110 @@
+"""The reference sweep of issue 17, in resumable pieces: every testlist and the random
+and sealed lists, each shape over a stratified sample of the legal space (collect's
+``sample`` preset), bf16 then fp8, on the local GPU.
+
+Each (testlist, dtype) is one ``gemmperf collect`` with its own journal under
+``results/<gpu>/incoming/<dtype>/``; the plan is worked through in order until the
+deadline, so a run stopped anywhere resumes where it stopped when run again over the
+same journals (copy them back between machines). A collect cut by the deadline gets
+SIGINT and keeps every row it measured. Prints a table of what is done at the end.
+
+    PYTHONPATH=src python3 benchmarks/reference_sweep.py --deadline 540 [--only sealed,random]
+
+Standard library only (runs where the GPU is).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOPPER = "ws-hopper"
+EVERY = "ws-hopper,ws-ampere,simt"
+# (testlist, dtype, families, configurations per shape and family), in measuring order:
+# the sealed list first (measured before any model work), the broad development list,
+# the old testlists, then fp8 with half the configurations
+PLAN = [
+    ("sealed", "bf16", HOPPER, 16),
+    ("random", "bf16", HOPPER, 16),
+    ("llm", "bf16", HOPPER, 16),
+    ("dsv3", "bf16", HOPPER, 16),
+    ("decode", "bf16", HOPPER, 16),
+    ("squares", "bf16", EVERY, 16),
+    ("paper-grid", "bf16", HOPPER, 4),
+    ("sealed", "fp8", HOPPER, 8),
+    ("random", "fp8", HOPPER, 8),
+    ("llm", "fp8", HOPPER, 8),
+    ("dsv3", "fp8", HOPPER, 8),
+    ("decode", "fp8", HOPPER, 8),
+    ("squares", "fp8", HOPPER, 8),
+]
+
+
+def rows_ok(path: Path) -> tuple[int, int]:
+    """(rows, rows with status ok) of a journal or table; (0, 0) if absent."""
+    if not path.is_file():
+        return 0, 0
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    return len(rows), sum(r.get("status") == "ok" for r in rows)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--deadline", type=float, default=540.0, help="seconds for the whole run")
+    p.add_argument("--gpu", default="auto", help="slug of results/<gpu>/ (auto: probe)")
+    p.add_argument("--only", default="", help="comma-separated testlists (default: the whole plan)")
+    p.add_argument("--dtypes", default="bf16,fp8")
+    p.add_argument("--plan", action="store_true", help="print the plan's task counts and stop (no GPU needed)")
+    args = p.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "src"))
+    from gemmperf.bench.collect import tasks_for
+    from gemmperf.hardware import get_gpu, probe
+    from gemmperf.problem import read_testlist
+
+    gpu = probe() if args.gpu == "auto" and not args.plan else get_gpu("h100-sxm5-80gb" if args.gpu == "auto" else args.gpu)
+    only = set(filter(None, args.only.split(",")))
+    plan = [x for x in PLAN if (not only or x[0] in only) and x[1] in args.dtypes.split(",")]
+    start = time.monotonic()
+    table = []
+    for name, dtype, families, count in plan:
+        folder = ROOT / "results" / gpu.slug / "incoming" / dtype
+        out, journal = folder / f"{name}.csv", folder / f"{name}.journal.csv"
+        testlist = ROOT / "testlists" / f"{name}.csv"
+        total = len(tasks_for(read_testlist(testlist, dtype), gpu, families.split(","), dtype, "sample", (count, 1723)))
+        left = args.deadline - (time.monotonic() - start)
+        if not args.plan and left > 20 and rows_ok(journal)[0] < total:
+            folder.mkdir(parents=True, exist_ok=True)
+            cmd = [sys.executable, "-m", "gemmperf", "collect", "--gpu", "auto", "--testlist", str(testlist),
+                   "--out", str(out), "--journal", str(journal), "--families", families, "--dtype", dtype,
+                   "--preset", "sample", "--sample-count", str(count)]
+            env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"}
+            proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+            try:
+                proc.wait(timeout=left - 10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGINT)
+                try:
+                    proc.wait(timeout=8)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+        done, ok = rows_ok(journal)
+        table.append((name, dtype, families, count, total, done, ok))
+    print(f"\n{'testlist':<11} {'dtype':<5} {'per shape':>9} {'tasks':>6} {'measured':>8} {'ok':>6}")
+    for name, dtype, families, count, total, done, ok in table:
+        print(f"{name:<11} {dtype:<5} {count:>9} {total:>6} {done:>8} {ok:>6}")
+    print(f"all: {sum(t[4] for t in table)} tasks, {sum(t[5] for t in table)} measured, "
+          f"{time.monotonic() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
