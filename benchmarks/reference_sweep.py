@@ -62,6 +62,7 @@ def main(argv=None) -> int:
     p.add_argument("--gpu", default="auto", help="slug of results/<gpu>/ (auto: probe)")
     p.add_argument("--only", default="", help="comma-separated testlists (default: the whole plan)")
     p.add_argument("--dtypes", default="bf16,fp8")
+    p.add_argument("--journals", default="", help="folder of the journals (default results/<gpu>/incoming)")
     p.add_argument("--plan", action="store_true", help="print the plan's task counts and stop (no GPU needed)")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT / "src"))
@@ -75,12 +76,17 @@ def main(argv=None) -> int:
     start = time.monotonic()
     table = []
     for name, dtype, families, count in plan:
-        folder = ROOT / "results" / gpu.slug / "incoming" / dtype
+        folder = Path(args.journals or ROOT / "results" / gpu.slug / "incoming") / dtype
         out, journal = folder / f"{name}.csv", folder / f"{name}.journal.csv"
         testlist = ROOT / "testlists" / f"{name}.csv"
-        total = len(tasks_for(read_testlist(testlist, dtype), gpu, families.split(","), dtype, "sample", (count, 1723)))
         left = args.deadline - (time.monotonic() - start)
-        if not args.plan and left > 20 and rows_ok(journal)[0] < total:
+        if left < 60 and not args.plan:
+            table.append((name, dtype, families, count, "?", *rows_ok(journal)))
+            continue
+        total = len(tasks_for(read_testlist(testlist, dtype), gpu, families.split(","), dtype, "sample", (count, 1723)))
+        print(f"[{time.monotonic() - start:5.0f} s] {name} {dtype}: {total} tasks, {rows_ok(journal)[0]} in the journal",
+              flush=True)
+        if not args.plan and rows_ok(journal)[0] < total:
             folder.mkdir(parents=True, exist_ok=True)
             cmd = [sys.executable, "-m", "gemmperf", "collect", "--gpu", "auto", "--testlist", str(testlist),
                    "--out", str(out), "--journal", str(journal), "--families", families, "--dtype", dtype,
@@ -101,7 +107,7 @@ def main(argv=None) -> int:
     print(f"\n{'testlist':<11} {'dtype':<5} {'per shape':>9} {'tasks':>6} {'measured':>8} {'ok':>6}")
     for name, dtype, families, count, total, done, ok in table:
         print(f"{name:<11} {dtype:<5} {count:>9} {total:>6} {done:>8} {ok:>6}")
-    print(f"all: {sum(t[4] for t in table)} tasks, {sum(t[5] for t in table)} measured, "
+    print(f"all: {sum(t[5] for t in table)} measured, "
           f"{time.monotonic() - start:.0f} s")
     return 0
 
