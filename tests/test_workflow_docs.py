@@ -36,7 +36,7 @@ def test_setup_and_test_commands_are_the_ones_ci_runs():
     ci = (ROOT / ".ci" / "run").read_text()
     blocks = re.findall(r"```bash\n(.*?)```", section("Set up and run"), re.S)
     commands = [line for block in blocks for line in block.splitlines() if line.strip()]
-    assert commands == ['python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[test]"',
+    assert commands == ['python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[test,nvmmh]"',
                         "snakemake --cores all", "pytest"]
     for command in commands:
         assert command in ci, command

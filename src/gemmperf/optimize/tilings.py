@@ -20,8 +20,9 @@ shape has measurements and "legal" elsewhere. The ``space`` column says which on
 A progress bar over the shapes (``gemmperf.progress.bar``) shows where a long testlist
 stands; a shape listed twice is solved once.
 
-If NVIDIA's ``nvidia-matmul-heuristics`` package imports (an optional extra, never
-required), its top configuration and runtime estimate are added as nvmmh_* columns.
+If NVIDIA's nvMatmulHeuristics answers (the optional extra ``nvmmh``, never required;
+``models.nvmmh`` calls it), its own top configuration for the shape and family and its
+runtime estimate are added as nvmmh_* columns (``NVMMH_COLUMNS``), empty where it has none.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import polars as pl
 from ..errors import UserError
 from ..hardware import GPU
 from ..kernels import families_on, get_family
+from ..models import nvmmh
 from ..params import ParamSet
 from ..problem import FAMILIES, KernelConfig, Shape
 from ..progress import bar
@@ -99,59 +101,25 @@ def mean_regret(table: pl.DataFrame) -> float | None:
 
 # ------------------------------------------------------------------ nvMatmulHeuristics (optional)
 
-_NVMMH_GPU = {"h100-sxm5-80gb": "H100_SXM", "h200-sxm-141gb": "H200_SXM", "a100-sxm4-80gb": "A100_SXM_80GB",
-              "rtx-a6000": "RTX_A6000", "b200": "B200"}
-_NVMMH_PRECISION = {"bf16": "TST", "fp16": "HSH", "fp32": "SSS", "tf32": "SSS"}
-_NVMMH: dict = {}
+NVMMH_COLUMNS = ("nvmmh_cta", "nvmmh_cluster", "nvmmh_stages", "nvmmh_kernel", "nvmmh_runtime_us")
 
 
 def nvmmh_available() -> bool:
-    try:
-        import nvMatmulHeuristics  # noqa: F401
-    except Exception:
-        return False
-    return True
+    """Whether nvMatmulHeuristics answers here (models.nvmmh owns the library)."""
+    return nvmmh.unavailable() is None
 
 
-def nvmmh_top(shape: Shape, gpu: GPU) -> dict | None:
-    """nvMatmulHeuristics' top configuration and runtime estimate, or None.
-
-    Imported lazily; any failure (package absent, GPU or precision unknown to it)
-    gives None, never an error.
-    """
-    try:
-        import nvMatmulHeuristics as nv
-    except Exception:
+def nvmmh_top(shape: Shape, gpu: GPU, family: str = "ws-hopper") -> dict | None:
+    """nvMatmulHeuristics' top configuration for ``shape`` and ``family`` on ``gpu`` and
+    its runtime estimate (``models.nvmmh.top_configs``), or None where it has no answer
+    (package absent, a GPU, family or dtype it does not model)."""
+    top = nvmmh.top_configs(shape, gpu, family)
+    if isinstance(top, nvmmh.Unavailable) or not top:
         return None
-    gname = _NVMMH_GPU.get(gpu.slug)
-    prec = _NVMMH_PRECISION.get(shape.dtype)
-    if gname is None or prec is None:
-        return None
-    try:
-        lh = _NVMMH.get(gname)
-        if lh is None:
-            lh = nv.NvMatmulHeuristicsInterfaceEx(
-                backend=nv.NvMatmulHeuristicsTarget.CUTLASS3,
-                flags=nv.NvMatmulHeuristicsFlags.PERF_MODEL_BASED_AUTO_TUNING,
-                load_discovery_implicitly=True, gpu=nv.NvMatmulHeuristicsNvidiaGpu[gname])
-            _NVMMH[gname] = lh
-        layout = nv.NvMatmulHeuristicsMatmulLayout.NN_ROW_MAJOR
-        problem = lh.makeNvMatmulHeuristicsProblem(shape.m, shape.n, shape.k, layout, 1)
-        configs = lh.get(problem, 1, precision=prec)
-        if not configs:
-            return None
-        top = configs[0]
-        kernel = top["kernel"]
-
-        def dim(name):
-            d = getattr(kernel, name, None)
-            return None if d is None else "x".join(str(getattr(d, a)) for a in ("x", "y", "z") if hasattr(d, a))
-
-        return {"nvmmh_cta": dim("cta"), "nvmmh_cluster": dim("cluster"),
-                "nvmmh_stages": getattr(kernel, "stages", None), "nvmmh_kernel": str(kernel),
-                "nvmmh_runtime_us": float(top["runtime"]) * 1e6}
-    except Exception:
-        return None
+    t = top[0]
+    return {"nvmmh_cta": f"{t['tile_m']}x{t['tile_n']}x{t['tile_k']}",
+            "nvmmh_cluster": f"{t['cluster_m']}x{t['cluster_n']}", "nvmmh_stages": t["stages"],
+            "nvmmh_kernel": t["kernel"], "nvmmh_runtime_us": t["nvmmh_us"]}
 
 
 # ------------------------------------------------------------------ the table
@@ -248,6 +216,5 @@ def _row(sol, label: str, m_rows, gpu: GPU, use_nv: bool) -> dict:
            "space": label, "n_configs": sol.n_configs}
     row.update(regret_row(c, m_rows))
     if use_nv:
-        row.update(nvmmh_top(shp, gpu) or {"nvmmh_cta": None, "nvmmh_cluster": None, "nvmmh_stages": None,
-                                           "nvmmh_kernel": None, "nvmmh_runtime_us": None})
+        row.update(nvmmh_top(shp, gpu, sol.family) or dict.fromkeys(NVMMH_COLUMNS))
     return row
