@@ -1,0 +1,139 @@
+"""Issue 17's accuracy protocol on the H100 reference data, ws-hopper: leave-one-testlist-out
+(the headline) and grouped by weight matrix (n, k), per model and shape class, with
+nvMatmulHeuristics' estimate and pick on the same rows where the `nvmmh` extra is installed.
+
+Development data: the shipped measurements (results/<gpu>/shipped/measurements/*.csv:
+dsv3, paper-grid, squares, decode, llm -- llm is development data since issue 17) and
+the reference sweep's lists under results/<gpu>/incoming/<dtype>/ (random, ...), the
+sealed list excepted. ``--sealed`` instead fits on all of it and scores the sealed list:
+run it once, at the end, and report what it prints.
+
+    python benchmarks/accuracy_protocol.py [--gpu h100-sxm5-80gb] [--dtype bf16] [--jobs 2]
+        [--grouping testlist,nk] [--out DIR] [--sealed]
+
+Prints one table per split (model x class: rows, shapes, MAPE, p95, Spearman, regret)
+and the targets; with --out writes the predictions (parquet) and the summaries (CSV).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SEALED = "sealed"
+# issue 17's targets, leave-one-testlist-out, ws-hopper
+TARGETS = {"ws-pipelined+fit": {"mape_pct": 7.0},
+           "ws-pipelined+fit+residual": {"mape_pct": 4.0, "p95_ape_pct": 12.0, "spearman_mean": 0.95,
+                                         "regret_mean_pct": 1.0}}
+
+
+def measurement_files(gpu: str, dtype: str) -> dict[str, Path]:
+    """testlist -> measured table: shipped first, a reference-sweep list replacing it."""
+    base = ROOT / "results" / gpu
+    shipped = base / "shipped" / "measurements" if dtype == "bf16" else base / "shipped" / dtype / "measurements"
+    files = {p.stem: p for p in sorted(shipped.glob("*.csv"))}
+    for p in sorted((base / "incoming" / dtype).glob("*.journal.csv")):
+        files[p.name.removesuffix(".journal.csv")] = p
+    return files
+
+
+def nvmmh_rows(preds, gpu):
+    """preds with ``nvmmh_us`` (NaN where it cannot say), or None and why not."""
+    import polars as pl
+
+    from gemmperf.models import nvmmh
+
+    est = nvmmh.estimate_seconds(preds, gpu)
+    if isinstance(est, nvmmh.Unavailable):
+        return None, est.reason
+    return preds.with_columns(pl.Series("nvmmh_us", est * 1e6)), None
+
+
+def show(summary, title: str, key: str = "class") -> None:
+    print(f"\n## {title}\n")
+    print(f"| model | {key} | rows | shapes | MAPE % | p95 % | geomean pred/meas | Spearman | regret % |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in summary.iter_rows(named=True):
+        rho = "--" if r["spearman_mean"] is None else f"{r['spearman_mean']:.3f}"
+        print(f"| {r['model']} | {r[key]} | {r['n']} | {r['shapes']} | {r['mape_pct']:.1f} | "
+              f"{r['p95_ape_pct']:.1f} | {r['geomean_ratio']:.3f} | {rho} | {r['regret_mean_pct']:.2f} |")
+
+
+def verdict(summary) -> None:
+    print("\ntargets (class 'all'):")
+    overall = {}
+    for r in summary.filter(summary["class"] == "all").iter_rows(named=True):
+        overall[r["model"]] = r["mape_pct"]
+        for key, bound in TARGETS.get(r["model"], {}).items():
+            ok = r[key] >= bound if key == "spearman_mean" else r[key] <= bound
+            print(f"  {r['model']:<28} {key:<16} {r[key]:7.3f} {'>=' if key == 'spearman_mean' else '<='} "
+                  f"{bound:<5} {'met' if ok else 'NOT met'}")
+    for r in summary.filter(summary["class"] != "all").iter_rows(named=True):
+        if r["model"] in TARGETS and r["mape_pct"] > 2 * overall[r["model"]]:
+            print(f"  {r['model']:<28} class {r['class']!r}: MAPE {r['mape_pct']:.1f}% > 2 x overall "
+                  f"{overall[r['model']]:.1f}%")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--gpu", default="h100-sxm5-80gb")
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--grouping", default="testlist,nk")
+    p.add_argument("--jobs", type=int, default=0, help="worker processes (0: every core)")
+    p.add_argument("--out", default="", help="folder for predictions.parquet and summaries")
+    p.add_argument("--sealed", action="store_true", help="score the sealed list (once, at the end)")
+    args = p.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "src"))
+    import polars as pl
+
+    from gemmperf import tables
+    from gemmperf.fit import protocol as P
+    from gemmperf.fit.accuracy import available_cores
+    from gemmperf.fit.microbench import fit_paramset
+    from gemmperf.hardware import load_gpu
+
+    gpu = load_gpu(ROOT / "results" / args.gpu / "shipped" / "hardware.json")
+    pset = fit_paramset(gpu, str(ROOT / "results" / args.gpu / "shipped" / "microbench.csv"), ["ws-hopper"],
+                        args.dtype)
+    files = measurement_files(args.gpu, args.dtype)
+    sealed = files.pop(SEALED, None)
+    meas = {name: tables.read_measurements(path) for name, path in files.items()}
+    dev = P.development(meas)
+    print(f"development: {dev.height} ws-hopper rows, {dev.get_column('shape').n_unique()} shapes, "
+          f"{dev.get_column('nk').n_unique()} weight matrices, testlists "
+          + ", ".join(f"{t} {n}" for t, n in dev.group_by("testlist").len().sort("testlist").iter_rows()))
+    out = Path(args.out) if args.out else None
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+    jobs = args.jobs or available_cores()
+    splits = ["sealed"] if args.sealed else args.grouping.split(",")
+    for grouping in splits:
+        start = time.monotonic()
+        if grouping == "sealed":
+            if sealed is None:
+                print("no sealed measurements", file=sys.stderr)
+                return 2
+            held = P.development({SEALED: tables.read_measurements(sealed)})
+            preds = P.score_heldout(dev, held, pset)
+        else:
+            preds = P.evaluate(dev, pset, grouping, jobs=jobs)
+        with_nv, why = nvmmh_rows(preds, gpu)
+        preds = preds if with_nv is None else with_nv
+        columns = {**P.COLUMNS, **({"nvMatmulHeuristics": "nvmmh_us"} if with_nv is not None else {})}
+        summary = P.summary(preds, columns=columns)
+        show(summary, f"{grouping} ({time.monotonic() - start:.0f} s)" + (f"; nvMatmulHeuristics: {why}" if why else ""))
+        if grouping == "testlist":
+            show(P.summary(preds, by="testlist", columns=columns).filter(pl.col("class") == "all"), "per left-out testlist",
+                 key="testlist")
+        verdict(summary)
+        if out:
+            preds.write_parquet(out / f"{grouping}.parquet")
+            summary.write_csv(out / f"{grouping}.csv")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
