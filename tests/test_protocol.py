@@ -1,0 +1,119 @@
+"""Issue 17's accuracy protocol (fit.protocol): leave-one-testlist-out never trains on a
+left-out shape, (n, k) folds never share a weight matrix, tied picks count at their mean,
+shape classes select what they say."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import polars as pl
+import pytest
+
+from gemmperf.errors import UserError
+from gemmperf.fit import accuracy as A
+from gemmperf.fit import protocol as P
+from gemmperf.hardware import CATALOG
+from gemmperf.params import ParamSet
+
+PS = ParamSet(CATALOG["h100-sxm5-80gb"])
+CFGS = pl.DataFrame([{"tile_m": tm, "tile_n": tn, "persistent": p}
+                     for tm, tn, p in itertools.product([64, 128], [128, 256], [False, True])])
+
+
+def lists():
+    # "b" shares the shape 512x1024x512 with "a": leaving "b" out must drop it from training
+    a = A.synthetic_measurements(PS, list(itertools.product([512, 4096], [1024, 8192], [512, 4096])), CFGS, seed=1)
+    b = A.synthetic_measurements(PS, [(512, 1024, 512), (3000, 5120, 1000), (16, 777, 64)], CFGS, seed=2)
+    c = A.synthetic_measurements(PS, [(1, 4096, 4096), (2048, 2048, 200)], CFGS, seed=3)
+    return {"a": a, "b": b, "c": c}
+
+
+def test_tied_picks_count_at_their_mean():
+    df = pl.DataFrame({"m": [1] * 3, "n": [1] * 3, "k": [1] * 3, "dtype": ["bf16"] * 3, "family": ["f"] * 3,
+                       "time_us": [10.0, 14.0, 20.0], "predicted_us": [5.0, 5.0, 9.0]})
+    # the model cannot tell 10 us from 14 us: its pick is worth their mean, 12 us (20 % regret)
+    assert A.metrics(df)["regret_mean_pct"] == pytest.approx(20.0)
+    # row order does not matter
+    assert A.metrics(df.reverse())["regret_mean_pct"] == pytest.approx(20.0)
+    # a strict winner is not a tie
+    strict = df.with_columns(pl.Series("predicted_us", [5.0, 5.0 * (1 + 1e-3), 9.0]))
+    assert A.metrics(strict)["regret_mean_pct"] == pytest.approx(0.0)
+
+
+def test_leave_one_testlist_out_never_trains_on_a_left_out_shape():
+    dev = P.development(lists())
+    folds = P.folds(dev, "testlist")
+    assert [name for name, _, _ in folds] == ["a", "b", "c"]
+    for name, train, test in folds:
+        tr, te = dev[train], dev[test]
+        assert set(te.get_column("testlist")) == {name}
+        assert name not in set(tr.get_column("testlist"))
+        assert not set(tr.get_column("shape")) & set(te.get_column("shape"))
+    # leaving "b" out also drops list "a"'s copy of the shared shape
+    _, train_b, _ = folds[1]
+    assert "512x1024x512xbf16" not in set(dev[train_b].get_column("shape"))
+    assert len(train_b) < (dev.get_column("testlist") != "b").sum()
+
+
+def test_weight_matrix_folds_never_share_n_k():
+    dev = P.development(lists())
+    folds = P.folds(dev, "nk")
+    seen = set()
+    for _, train, test in folds:
+        tr, te = set(dev[train].get_column("nk")), set(dev[test].get_column("nk"))
+        assert not tr & te
+        seen |= te
+    assert seen == set(dev.get_column("nk"))
+
+
+def test_folds_refuse_what_cannot_be_split():
+    dev = P.development({"a": lists()["a"]})
+    with pytest.raises(UserError, match="needs >= 2 testlists"):
+        P.folds(dev, "testlist")
+    with pytest.raises(UserError, match="grouping"):
+        P.folds(dev, "shape-ish")
+    with pytest.raises(UserError, match="no valid measurements"):
+        P.development(lists(), families=("simt",))
+
+
+def test_classes_select_what_they_say():
+    df = pl.DataFrame({"m": [1, 64, 65, 4096], "n": [8, 12, 4096, 4096], "k": [256, 257, 64, 4096],
+                       "persistent": [True, False, True, True]})
+    got = {name: df.filter(expr).get_column("m").to_list() for name, expr in P.CLASSES.items()}
+    assert got == {"decode (M <= 64)": [1, 64], "small K (K <= 256)": [1, 65], "odd N (N % 8 != 0)": [64],
+                   "huge (M N K >= 2^36)": [4096], "non-persistent": [64]}
+
+
+def test_evaluate_predicts_every_row_out_of_sample():
+    dev = P.development(lists())
+    preds = P.evaluate(dev, PS, "testlist", residual=False)
+    assert preds.height == dev.height
+    assert set(preds.get_column("fold")) == {"a", "b", "c"}
+    for col in ("base_us", "fitted_us"):
+        v = preds.get_column(col).to_numpy()
+        assert np.all(np.isfinite(v)) and np.all(v > 0)
+    # the synthetic times are the model's own, with 2 % noise: the fitted model is close
+    s = P.summary(preds)
+    fit_all = s.filter((pl.col("model") == "ws-pipelined+fit") & (pl.col("class") == "all")).row(0, named=True)
+    assert fit_all["n"] == dev.height and fit_all["mape_pct"] < 10.0
+    assert "corrected_us" not in preds.columns
+    # per testlist: one row per (model, class, testlist) where the class has rows
+    by = P.summary(preds, by="testlist").filter(pl.col("class") == "all")
+    assert sorted(by.filter(pl.col("model") == "ws-pipelined+fit").get_column("testlist")) == ["a", "b", "c"]
+
+
+def test_score_heldout_trains_without_the_held_shapes(monkeypatch):
+    seen = []
+    real = P._run_tasks
+    monkeypatch.setattr(P, "_run_tasks", lambda tasks, jobs: seen.extend(tasks) or real(tasks, jobs))
+    meas = lists()
+    dev = P.development({"a": meas["a"], "b": meas["b"]})
+    held = P.development({"c": meas["c"].vstack(meas["a"].head(8))})
+    preds = P.score_heldout(dev, held, PS, residual=False)
+    assert preds.height == held.height and set(preds.get_column("fold")) == {"held-out"}
+    (train, test, *_), = seen
+    assert not set(train.get_column("shape")) & set(held.get_column("shape"))
+    # a's first shape, 512x1024x512, is in "b" too: both lists' rows of it leave the training set
+    assert train.height == dev.height - 2 * CFGS.height
+
