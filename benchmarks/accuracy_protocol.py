@@ -40,18 +40,6 @@ def measurement_files(gpu: str, dtype: str) -> dict[str, Path]:
     return files
 
 
-def nvmmh_rows(preds, gpu):
-    """preds with ``nvmmh_us`` (NaN where it cannot say), or None and why not."""
-    import polars as pl
-
-    from gemmperf.models import nvmmh
-
-    est = nvmmh.estimate_seconds(preds, gpu)
-    if isinstance(est, nvmmh.Unavailable):
-        return None, est.reason
-    return preds.with_columns(pl.Series("nvmmh_us", est * 1e6)), None
-
-
 def show(summary, title: str, key: str = "class") -> None:
     print(f"\n## {title}\n")
     print(f"| model | {key} | rows | shapes | MAPE % | p95 % | geomean pred/meas | Spearman | regret % |")
@@ -120,9 +108,8 @@ def main(argv=None) -> int:
             preds = P.score_heldout(dev, held, pset)
         else:
             preds = P.evaluate(dev, pset, grouping, jobs=jobs)
-        with_nv, why = nvmmh_rows(preds, gpu)
-        preds = preds if with_nv is None else with_nv
-        columns = {**P.COLUMNS, **({"nvMatmulHeuristics": "nvmmh_us"} if with_nv is not None else {})}
+        preds, why = P.with_nvmmh(preds, gpu)
+        columns = {**P.COLUMNS, **({P.NVMMH: "nvmmh_us"} if why is None else {})}
         summary = P.summary(preds, columns=columns)
         show(summary, f"{grouping} ({time.monotonic() - start:.0f} s)" + (f"; nvMatmulHeuristics: {why}" if why else ""))
         if grouping == "testlist":

@@ -36,6 +36,9 @@ def run(capsys, *argv):
     (("accuracy", "--ablations-only", "--ablations"), "--ablations-only"),
     (("accuracy", "--correction", "c.json"), "--correction c.json"),
     (("accuracy",), "--measurements"),
+    (("accuracy", "--splits", "testlist,shape"), "--splits 'testlist,shape'"),
+    (("accuracy", "--splits", "testlist,"), "--splits 'testlist,'"),
+    (("accuracy", "--splits", "nk", "--ablations"), "--splits 'nk'"),
 ])
 def test_bad_flags_are_one_line_naming_flag_and_value(capsys, tmp_path, argv, named):
     # nothing exists on disk: the flags are checked before any file is read or fit is made

@@ -1,6 +1,7 @@
 """The HTML report: offline pages (no network reference), the nothing-measured case,
 captions on every chart, and the page set, built straight from the library."""
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -15,7 +16,7 @@ from gemmperf.predictions import candidate_table, predict_all
 from gemmperf.problem import Shape
 from gemmperf.report.basic import write_index
 from gemmperf.report.data import ReportData, with_derived
-from gemmperf.report.pages import IMAGES, NAV, TILINGS, TIMELINE, build_pages, readme_block, write_gpu_report
+from gemmperf.report.pages import ACCURACY, IMAGES, NAV, TILINGS, TIMELINE, build_pages, readme_block, write_gpu_report
 from gemmperf.tables import CORRECTED_MODEL
 
 REMOTE = re.compile(r"""<(script|link|img|iframe)[^>]*\b(src|href)\s*=\s*["']?(https?:)?//""", re.I)
@@ -215,3 +216,33 @@ def test_the_headline_prefers_leave_one_testlist_out_when_it_was_computed():
     split, row = headline(replace(data, accuracy=pl.concat([data.accuracy, loto])))
     assert (split, row["model"]) == ("loto", "sol")
     assert headline(catalog_data()) is None
+
+
+def test_the_accuracy_page_shows_the_headline_protocol_and_the_overview_leads_with_it():
+    from dataclasses import replace
+
+    from gemmperf.report.data import with_loto
+    from gemmperf.report.overview import headline
+
+    data = measured_data()
+    rows = []
+    for split, (model, mape) in itertools.product(("testlist", "nk"), (("ws-pipelined+fit+residual", 13.1),
+                                                                        ("nvMatmulHeuristics", 500.0))):
+        for cls in ("all", "odd N (N % 8 != 0)"):
+            rows.append({"split": split, "model": model, "class": cls, "n": 10, "shapes": 2, "mape_pct": mape,
+                         "median_ape_pct": mape / 2, "p90_ape_pct": 30.0, "p95_ape_pct": 40.7, "max_ape_pct": 90.0,
+                         "within_10pct": 0.5, "geomean_ratio": 1.01, "spearman_mean": 0.925,
+                         "regret_mean_pct": 3.9})
+    head = pl.DataFrame(rows)
+    data = replace(data, headline=head, accuracy=with_loto(data.accuracy, head))
+    split, best = headline(data)
+    assert (split, best["model"], best["mape_pct"]) == ("loto", "ws-pipelined+fit+residual", 13.1)
+    acc = next(p for p in build_pages(data) if p.name == ACCURACY).render(NAV, "gemmperf")
+    section = acc[acc.index("On shapes the fit never saw"):]
+    for text in ("leave one testlist out", "grouped by weight matrix (n, k)", "odd N (N % 8 != 0)",
+                 "nvMatmulHeuristics", "13.100", "tied picks counted at their mean"):
+        assert text in section, text
+    # without the table the page says why
+    bare = replace(measured_data(), skipped={"headline": "leave-one-testlist-out needs two testlists"})
+    acc = next(p for p in build_pages(bare) if p.name == ACCURACY).render(NAV, "gemmperf")
+    assert "Not scored here: leave-one-testlist-out needs two testlists." in acc

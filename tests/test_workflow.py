@@ -176,3 +176,29 @@ def test_a_bad_dtype_list_is_one_line(small_workflow, repo_root, dtypes, message
     assert run.returncode == 2, run.stdout[-2000:]
     lines = [ln for ln in run.stderr.splitlines() if ln.startswith("gemmperf workflow:")]
     assert len(lines) == 1 and lines[0].startswith(f"gemmperf workflow: {message}"), run.stderr[-2000:]
+
+
+def test_the_headline_split_needs_ws_hopper_and_two_development_testlists(tmp_path):
+    from gemmperf.app.plan import make_plan
+
+    results = tmp_path / "results"
+    sd = results / "h100-sxm5-80gb" / "shipped"
+    (sd / "measurements").mkdir(parents=True)
+    (sd / "microbench.csv").write_text("kind\n")
+    for name in ("tiny", "skinny", "wide"):
+        (sd / "measurements" / f"{name}.csv").write_text("m,n,k\n")
+
+    def run(**changes):
+        config = _plan_config(tmp_path, **{"families": ["ws-hopper", "simt"], **changes})
+        return make_plan(config, results).runs["h100-sxm5-80gb"]
+
+    # tiny and wide are development lists (skinny is held out): scored
+    assert "headline" not in run(testlists=["tiny", "skinny", "wide"]).skipped
+    # one development list is not enough to leave one out
+    why = run(testlists=["tiny", "skinny"]).skipped["headline"]
+    assert "two or more development testlists" in why and "tiny" in why
+    assert "headline" not in run(testlists=["tiny", "skinny"], heldout_testlist=None).skipped
+    assert "ws-hopper" in run(testlists=["tiny", "skinny", "wide"], families=["simt"]).skipped["headline"]
+    # nothing measured: skipped for the accuracy's reason
+    nothing = make_plan(_plan_config(tmp_path, families=["ws-hopper"]), tmp_path / "none").runs["h100-sxm5-80gb"]
+    assert nothing.skipped["headline"] == nothing.skipped["accuracy"]

@@ -170,6 +170,13 @@ def report_ablations(wildcards):
     return f"results/{wildcards.run}/ablations.csv"
 
 
+def report_headline(wildcards):
+    """The headline accuracy table (leave one testlist out), where the plan has one."""
+    if "headline" in run_plan(wildcards).skipped:
+        return []
+    return f"results/{wildcards.run}/headline.csv"
+
+
 def kernel_speed(wildcards):
     """benchmarks/results/kernel_speed_<prefix>.json whose prefix starts the GPU slug
     (bf16 runs only: the kernels were timed against cuBLAS in bf16)."""

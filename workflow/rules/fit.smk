@@ -97,6 +97,38 @@ rule accuracy:
         )
 
 
+# The headline accuracy (issue 17): each development testlist predicted by a fit that saw
+# none of it, and 5 folds grouped by weight matrix (n, k), ws-hopper rows, per model and
+# shape class, nvMatmulHeuristics beside them where the nvmmh extra is installed.
+rule headline:
+    output:
+        scores="results/{run}/headline.json",
+        table="results/{run}/headline.csv",
+    input:
+        hardware=run_hardware,
+        microbench=microbench,
+        measurements=all_measurements,
+    threads: 4
+    priority: 1
+    params:
+        families=",".join(config["families"]),
+        dtype=run_dtype,
+        heldout=HELDOUT,
+        residual="" if config["residual"] else "--no-residual",
+        overrides=SET_PARAMS,
+        code=code_version("accuracy"),
+    log:
+        "logs/{run}/headline.log",
+    shell:
+        logged(
+            "gemmperf accuracy --gpu {input.hardware:q} --microbench {input.microbench:q}"
+            " --measurements {input.measurements:q} {params.heldout:q}"
+            " --families {params.families:q} --dtype {params.dtype:q} {params.residual}"
+            " {params.overrides:q} --splits testlist,nk --jobs {threads}"
+            " --out {output.scores:q} --table {output.table:q}"
+        )
+
+
 # ws-pipelined refitted with each of its effects switched off, on the same splits as
 # accuracy (plus ws-pipelined+fit, their baseline): minutes of refits, so only
 # on request, by the target `ablations` or the config's ablations: true

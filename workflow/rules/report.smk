@@ -52,6 +52,7 @@ rule report:
         accuracy=if_measured("results/{run}/accuracy.csv"),
         out_of_sample=if_measured("results/{run}/out_of_sample.parquet"),
         ablations=report_ablations,
+        headline=report_headline,
         measurements=all_measurements,
         microbench=microbench,
         kernel_speed=kernel_speed,
@@ -75,7 +76,8 @@ rule report:
             " --tilings {input.tilings:q} --source {params.source:q} --note {params.note:q}"
             " --skipped {params.skipped:q} {params.heldout:q}"
             " --accuracy {input.accuracy:q} --out-of-sample {input.out_of_sample:q}"
-            " --ablations {input.ablations:q} --measurements {input.measurements:q}"
+            " --ablations {input.ablations:q} --headline {input.headline:q}"
+            " --measurements {input.measurements:q}"
             " --microbench {input.microbench:q} --kernel-speed {input.kernel_speed:q}"
             " --shipped-readme {input.shipped_readme:q} {params.overrides:q}"
             " --out-dir {params.out_dir:q} --images-dir {params.images_dir:q}"

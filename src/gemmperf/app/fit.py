@@ -29,6 +29,7 @@ from .. import tables
 from ..errors import UserError
 from ..fit.accuracy import (Shipped, available_cores, evaluate_ablations, evaluate_accuracy, fit_record, fit_shipped,
                             table)
+from ..fit import protocol
 from ..fit.microbench import default_paramset, fit_paramset
 from ..fit.residual import Correction
 from ..kernels import get_family
@@ -65,6 +66,12 @@ def check_flags(a) -> None:
         raise UserError(f"--jobs {a.jobs}: 0 (every available core) or more")
     if a.correction and not a.params:
         raise UserError(f"--correction {a.correction}: needs --params (the fit it was made with)")
+    splits = a.splits.split(",") if a.splits else []
+    if any(s not in protocol.GROUPINGS for s in splits):
+        raise UserError(f"--splits {a.splits!r}: comma-separated, each one of {', '.join(protocol.GROUPINGS)}")
+    if splits and (a.ablations or a.ablations_only or a.models or a.params):
+        raise UserError(f"--splits {a.splits!r}: scores ws-pipelined, +fit and +fit+residual by split and shape "
+                        "class; not with --ablations, --ablations-only, --models or --params")
     if not a.measurements:
         raise UserError("--measurements: give the measurement CSVs to score")
 
@@ -157,6 +164,8 @@ def cmd_accuracy(a) -> int:
     shipped = read_shipped(a, pset)
     meas = read_measurements(a.measurements)
     jobs = a.jobs if a.jobs > 0 else available_cores()
+    if a.splits:
+        return _headline(a, pset, meas, jobs)
     if a.ablations_only:
         acc, preds = evaluate_ablations(meas, pset, heldout=a.heldout, n_splits=a.folds, progress=_progress,
                                         jobs=jobs)
@@ -169,6 +178,27 @@ def cmd_accuracy(a) -> int:
     if a.table:
         Path(a.table).parent.mkdir(parents=True, exist_ok=True)
         table(acc).write_csv(a.table)
+    if a.predictions:
+        Path(a.predictions).parent.mkdir(parents=True, exist_ok=True)
+        preds.write_parquet(a.predictions)
+    return 0
+
+
+def _headline(a, pset: ParamSet, meas: dict[str, pl.DataFrame], jobs: int) -> int:
+    """``--splits``: issue 17's protocol (leave one testlist out, grouped by (n, k)) on the
+    development testlists, ws-hopper rows; summary to --table, predictions to --predictions."""
+    splits = a.splits.split(",")
+    dev = protocol.development(meas, heldout=a.heldout)
+    summary, preds, why = protocol.headline(dev, pset, splits, residual=not a.no_residual, jobs=jobs,
+                                            progress=_progress)
+    meta = {"splits": splits, "dev_rows": dev.height, "dev_shapes": dev.get_column("shape").n_unique(),
+            "testlists": sorted(dev.get_column("testlist").unique().to_list()), "heldout_testlist": a.heldout,
+            "families": ["ws-hopper"], "nvmmh": why or "available", "classes": list(protocol.CLASSES)}
+    write_text(a.out, json.dumps({"meta": meta, "summary": summary.to_dicts()}, indent=2) + "\n")
+    print(f"wrote {a.out}", file=sys.stderr)
+    if a.table:
+        Path(a.table).parent.mkdir(parents=True, exist_ok=True)
+        summary.write_csv(a.table)
     if a.predictions:
         Path(a.predictions).parent.mkdir(parents=True, exist_ok=True)
         preds.write_parquet(a.predictions)
@@ -235,6 +265,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--ablations-only", action="store_true",
                    help="score only ws-pipelined+fit (no correction) and its refits with each effect off; "
                    "the workflow's results/<gpu>/ablations.json")
+    p.add_argument("--splits", default="",
+                   help="instead: the headline protocol, comma-separated groupings (testlist: leave one "
+                   "development testlist out; nk: 5 folds grouped by weight matrix (n, k)), ws-hopper rows, "
+                   "per model and shape class, nvMatmulHeuristics beside them where the nvmmh extra is installed")
     p.add_argument("--jobs", type=int, default=0,
                    help="worker processes for the per-fold fits (default 0: every available core)")
     p.set_defaults(func=cmd_accuracy)

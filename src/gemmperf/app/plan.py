@@ -241,15 +241,18 @@ def make_plan(config: dict, results: str | Path = "results", local_gpu=None) -> 
             g = GPUPlan(slug, "catalog", identity(get_gpu(slug)) if slug in CATALOG else {})
             why = note if local_gpu is None else f"this machine has a {local_gpu.slug}"
         for dtype in config_dtypes(config):
-            g.runs[dtype] = _run_plan(g, dtype, testlists, sd, why, config.get("residual", True))
+            g.runs[dtype] = _run_plan(g, dtype, testlists, sd, why, config.get("residual", True),
+                                      config.get("heldout_testlist"), list(config.get("families", [])))
         gpus[slug] = g
     return Plan(gpus=gpus, local=local_gpu.slug if local_gpu is not None else None, local_note=note)
 
 
-def _run_plan(g: GPUPlan, dtype: str, testlists: list[str], sd: Path, why: str, residual: bool) -> RunPlan:
+def _run_plan(g: GPUPlan, dtype: str, testlists: list[str], sd: Path, why: str, residual: bool,
+              heldout: str | None = None, families: list[str] | None = None) -> RunPlan:
     """GPU ``g``'s run of ``dtype``: measured here, read from the shipped folder of that
     dtype (``sd``, or ``sd``/<dtype> for a dtype other than BASE_DTYPE), or without data;
-    ``why`` says why nothing is measured here."""
+    ``why`` says why nothing is measured here. The headline accuracy (leave one testlist
+    out) needs ws-hopper among ``families`` and two development testlists measured."""
     name = run_name(g.slug, dtype)
     if g.source == "measure":
         r = RunPlan(name, g.slug, dtype, "measure", list(testlists), True)
@@ -273,4 +276,10 @@ def _run_plan(g: GPUPlan, dtype: str, testlists: list[str], sd: Path, why: str, 
         r.skipped["accuracy"] = r.skipped["residual"]
     elif not residual:
         r.skipped["residual"] = "residual: false in the config"
+    dev = [t for t in r.testlists_measured if t != heldout]
+    if not r.testlists_measured:
+        r.skipped["headline"] = r.skipped["accuracy"]
+    elif "ws-hopper" not in (families or []) or len(dev) < 2:
+        r.skipped["headline"] = ("leave-one-testlist-out needs ws-hopper measurements of two or more development "
+                                 f"testlists (measured here, held-out one aside: {', '.join(dev) or 'none'})")
     return r

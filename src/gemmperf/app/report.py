@@ -32,7 +32,7 @@ def cmd_report(a) -> int:
         predictions=_by_testlist(testlists, a.predictions, "predictions"),
         tilings=_by_testlist(testlists, a.tilings, "tilings"),
         heldout=a.heldout, accuracy=a.accuracy, out_of_sample=a.out_of_sample, microbench=a.microbench,
-        kernel_speed=a.kernel_speed, shipped_readme=a.shipped_readme, ablations=a.ablations,
+        kernel_speed=a.kernel_speed, shipped_readme=a.shipped_readme, ablations=a.ablations, headline=a.headline,
         measurements={Path(m).stem: m for m in a.measurements} or None,
     )
     data.pset.overrides.update(parse_overrides(a.set))
@@ -94,6 +94,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--out-of-sample", nargs="?", help="out_of_sample.parquet (gemmperf accuracy --predictions)")
     p.add_argument("--ablations", nargs="?",
                    help="ablations.csv (gemmperf accuracy --ablations-only --table); absent: the report says how to run them")
+    p.add_argument("--headline", nargs="?",
+                   help="headline.csv (gemmperf accuracy --splits testlist,nk --table): leave one testlist out "
+                   "and grouped by (n, k), per model and shape class, on the accuracy page")
     p.add_argument("--measurements", nargs="*", default=[],
                    help="measurement CSVs, one per testlist named <testlist>.csv: rows measured and verified")
     p.add_argument("--microbench", nargs="?", help="microbench.csv")

@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import UserError
+from ..models import nvmmh
 from ..models import ws_pipelined as W
 from ..params import ParamSet
 from ..tables import FITTED_CORRECTED_MODEL, FITTED_MODEL, OUT_OF_SAMPLE_COLUMNS
@@ -36,11 +37,14 @@ CLASSES: dict[str, pl.Expr] = {
     "non-persistent": ~pl.col("persistent"),
 }
 COLUMNS = {W.NAME: "base_us", FITTED_MODEL: "fitted_us", FITTED_CORRECTED_MODEL: "corrected_us"}
+NVMMH = "nvMatmulHeuristics"  # its runtime estimate on the same rows (the ``nvmmh`` extra)
 
 
-def development(measurements: dict[str, pl.DataFrame], families=("ws-hopper",)) -> pl.DataFrame:
-    """Valid rows of every testlist, of ``families``, with ``testlist`` and ``shape``."""
-    dev, _ = split_rows(measurements, None)
+def development(measurements: dict[str, pl.DataFrame], families=("ws-hopper",),
+                heldout: str | None = None) -> pl.DataFrame:
+    """Valid rows of every testlist but ``heldout``, of ``families``, with ``testlist``,
+    ``shape`` and ``nk``."""
+    dev, _ = split_rows(measurements, heldout)
     dev = dev.filter(pl.col("family").is_in(list(families)))
     if dev.height == 0:
         raise UserError(f"no valid measurements of {', '.join(families)}")
@@ -101,6 +105,30 @@ def score_heldout(dev: pl.DataFrame, held: pl.DataFrame, pset: ParamSet, residua
     with single_thread_blas():
         (pred, *_), = _run_tasks([(train, held, pset, model_options, residual)], 1)
     return _predictions(held, pset, pred).with_columns(pl.lit("held-out").alias("fold"))
+
+
+def with_nvmmh(preds: pl.DataFrame, gpu) -> tuple[pl.DataFrame, str | None]:
+    """``preds`` with nvMatmulHeuristics' estimate ``nvmmh_us`` (NaN where it cannot say),
+    or unchanged and the reason it cannot answer here."""
+    est = nvmmh.estimate_seconds(preds, gpu)
+    if isinstance(est, nvmmh.Unavailable):
+        return preds, est.reason
+    return preds.with_columns(pl.Series("nvmmh_us", est * 1e6)), None
+
+
+def headline(dev: pl.DataFrame, pset: ParamSet, splits=GROUPINGS, residual: bool = True, jobs: int = 1,
+             progress=print) -> tuple[pl.DataFrame, pl.DataFrame, str | None]:
+    """(summary with a ``split`` column, every out-of-sample prediction, why nvMatmulHeuristics
+    is absent or None) of each grouping in ``splits``."""
+    sums, preds, why = [], [], None
+    for grouping in splits:
+        p, why = with_nvmmh(evaluate(dev, pset, grouping, residual=residual, jobs=jobs), pset.gpu)
+        columns = {**COLUMNS, **({NVMMH: "nvmmh_us"} if "nvmmh_us" in p.columns else {})}
+        sums.append(summary(p, columns=columns).with_columns(pl.lit(grouping).alias("split")))
+        preds.append(p.with_columns(pl.lit(grouping).alias("split")))
+        progress(f"accuracy: {grouping} split done")
+    return (pl.concat(sums, how="diagonal_relaxed").select("split", pl.exclude("split")),
+            pl.concat(preds, how="diagonal_relaxed"), why)
 
 
 def summary(preds: pl.DataFrame, by: str | None = None, columns: dict[str, str] | None = None) -> pl.DataFrame:

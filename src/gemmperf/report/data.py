@@ -29,6 +29,7 @@ class ReportData:
     accuracy: pl.DataFrame | None = None  # accuracy.csv, without ablations
     ablations: pl.DataFrame | None = None  # ablations.csv (or the ablation rows of accuracy.csv)
     out_of_sample: pl.DataFrame | None = None
+    headline: pl.DataFrame | None = None  # headline.csv: leave one testlist out, by (n, k), per class
     microbench: pl.DataFrame | None = None
     kernel_speed: dict | None = None
     shipped_readme: str | None = None
@@ -120,6 +121,7 @@ def load(
     shipped_readme: str | Path | None = None,
     ablations: str | Path | None = None,
     measurements: dict[str, str | Path] | None = None,
+    headline: str | Path | None = None,
 ) -> ReportData:
     gpu = load_gpu(hardware)
     pset = ParamSet.load(params, gpu)
@@ -131,6 +133,8 @@ def load(
         )
     acc, abl = split_ablations(pl.read_csv(accuracy) if accuracy else None,
                                pl.read_csv(ablations) if ablations else None)
+    head = pl.read_csv(headline, infer_schema_length=None) if headline else None
+    acc = with_loto(acc, head)
     oos = None
     if out_of_sample:
         oos = with_derived(pl.read_parquet(out_of_sample))
@@ -146,6 +150,7 @@ def load(
         accuracy=acc,
         ablations=abl,
         out_of_sample=oos,
+        headline=head,
         microbench=read_measurements(microbench) if microbench else None,
         kernel_speed=json.loads(Path(kernel_speed).read_text()) if kernel_speed else None,
         shipped_readme=Path(shipped_readme).read_text() if shipped_readme else None,
@@ -154,6 +159,16 @@ def load(
         params_file=str(params),
         params_date=_fitted(pset, params),
     )
+
+
+def with_loto(acc: pl.DataFrame | None, head: pl.DataFrame | None) -> pl.DataFrame | None:
+    """accuracy.csv plus headline.csv's leave-one-testlist-out rows of class "all" as
+    split "loto" (the overview's preferred headline split)."""
+    if head is None or head.is_empty():
+        return acc
+    loto = head.filter((pl.col("split") == "testlist") & (pl.col("class") == "all")).drop("class").with_columns(
+        split=pl.lit("loto"), family=pl.lit("all"))
+    return loto if acc is None else pl.concat([acc, loto], how="diagonal_relaxed")
 
 
 def _fitted(pset: ParamSet, path: str | Path) -> str:

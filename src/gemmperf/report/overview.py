@@ -16,7 +16,8 @@ from .html import Page, esc, table_html
 
 # the out-of-sample splits the headline can quote, preferred first, and what each means
 HEADLINE_SPLITS = {
-    "loto": "leave-one-testlist-out: each testlist predicted by a fit on the other testlists",
+    "loto": "leave-one-testlist-out (ws-hopper rows): each development testlist predicted by a fit on the "
+            "other testlists only",
     "cv": "grouped cross-validation by shape on the development testlists: each shape predicted by a fit "
           "that never saw it",
     "heldout": "the {heldout} testlist, never used in any fit",

@@ -52,6 +52,7 @@ def accuracy_page(data: ReportData) -> Page:
                "Each dot is one measured configuration; on the dashed diagonal the prediction is exact, above it "
                "the model is pessimistic (predicts slower). Click a legend entry to isolate a model; hover for the "
                "configuration and the model's breakdown; scroll to zoom." + shown, image="predicted_vs_measured")
+    headline_section(page, data)
     if data.out_of_sample is not None:
         oos = data.out_of_sample.filter(~pl.col("model").str.contains(ABLATION_MARK, literal=True))
         omodels = models_in(oos["model"].unique().to_list(), OOS_MODELS)
@@ -62,6 +63,30 @@ def accuracy_page(data: ReportData) -> Page:
                    "most pessimistic. Out-of-sample predictions only (grouped CV folds and the held-out testlist).",
                    image="ratio")
     return page
+
+
+HEADLINE_SPLITS = {"testlist": "leave one testlist out", "nk": "grouped by weight matrix (n, k)"}
+
+
+def headline_section(page: Page, data: ReportData) -> None:
+    """Issue 17's headline: each development testlist predicted by a fit that saw none of
+    it, and 5 folds grouped by (n, k), per model and shape class (ws-hopper rows)."""
+    page.h2("On shapes the fit never saw")
+    if data.headline is None or data.headline.height == 0:
+        page.p("Not scored here: " + data.skipped.get("headline", "no headline table (gemmperf accuracy --splits)")
+               + ".")
+        return
+    page.p("Every figure out of sample, ws-hopper rows. <b>Leave one testlist out</b> (the headline): each "
+           "development testlist is predicted by constants and a correction fitted on the others only; "
+           "<b>grouped by weight matrix</b>: 5 folds, no (n, k) of a test row in its fit. Spearman is the mean "
+           "per-shape rank correlation of predicted and measured times; regret is the measured time of the "
+           "model's pick over the measured best, tied picks counted at their mean. A row may be in several "
+           "classes. nvMatmulHeuristics (the nvmmh extra) is scored on the rows it estimates.")
+    d = data.headline.with_columns(pl.col("split").replace(HEADLINE_SPLITS))
+    cols = {"split": "split", "model": "model", "class": "class", "n": "rows", "shapes": "shapes",
+            "mape_pct": "MAPE %", "p95_ape_pct": "p95 APE %", "geomean_ratio": "geomean pred/meas",
+            "spearman_mean": "Spearman", "regret_mean_pct": "regret %"}
+    page.add(table_html(d.select([pl.col(c).alias(n) for c, n in cols.items() if c in d.columns]), digits=3))
 
 
 # ------------------------------------------------------------------------------ errors
