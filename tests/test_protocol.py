@@ -117,3 +117,15 @@ def test_score_heldout_trains_without_the_held_shapes(monkeypatch):
     # a's first shape, 512x1024x512, is in "b" too: both lists' rows of it leave the training set
     assert train.height == dev.height - 2 * CFGS.height
 
+
+
+def test_picks_count_ties_at_their_mean_and_skip_rows_a_model_cannot_estimate():
+    preds = pl.DataFrame({"split": ["testlist"] * 4, "testlist": ["a"] * 4, "m": [1] * 4, "n": [8] * 4,
+                          "k": [8] * 4, "dtype": ["bf16"] * 4, "time_us": [10.0, 14.0, 20.0, 11.0],
+                          "fitted_us": [5.0, 5.0, 9.0, 7.0], "nvmmh_us": [float("nan"), 3.0, 4.0, 0.0]})
+    got = P.picks(preds, {"ws-pipelined+fit": "fitted_us", "nvMatmulHeuristics": "nvmmh_us"}).row(0, named=True)
+    assert got["measured best us"] == 10.0 and got["configurations"] == 4
+    assert got["ws-pipelined+fit pick us"] == pytest.approx(12.0)
+    assert got["ws-pipelined+fit regret %"] == pytest.approx(20.0)
+    # NaN (cannot say) and 0 (refused) are not picks: its fastest estimate is 3 us, measured 14 us
+    assert got["nvMatmulHeuristics regret %"] == pytest.approx(40.0)

@@ -242,6 +242,16 @@ def test_the_accuracy_page_shows_the_headline_protocol_and_the_overview_leads_wi
     for text in ("leave one testlist out", "grouped by weight matrix (n, k)", "odd N (N % 8 != 0)",
                  "nvMatmulHeuristics", "13.100", "tied picks counted at their mean"):
         assert text in section, text
+    # the picks per shape, worst of the corrected model first
+    picks = pl.DataFrame({"split": ["testlist"] * 3, "testlist": ["a", "a", "b"], "m": [1, 2, 3], "n": [8] * 3,
+                          "k": [8] * 3, "dtype": ["bf16"] * 3, "configurations": [16] * 3,
+                          "measured best us": [1.0, 2.0, 3.0],
+                          "ws-pipelined+fit+residual regret %": [0.5, 37.25, 4.0],
+                          "nvMatmulHeuristics regret %": [9.0, 0.0, 55.0]})
+    acc = next(p for p in build_pages(replace(data, headline_picks=picks)) if p.name == ACCURACY).render(NAV, "g")
+    section = acc[acc.index("Picks per shape"):]
+    assert "ws-pipelined+fit+residual: 1; nvMatmulHeuristics: 1" in section
+    assert section.index("37.25") < section.index("4.00") < section.index("0.50")
     # without the table the page says why
     bare = replace(measured_data(), skipped={"headline": "leave-one-testlist-out needs two testlists"})
     acc = next(p for p in build_pages(bare) if p.name == ACCURACY).render(NAV, "gemmperf")

@@ -170,11 +170,16 @@ def report_ablations(wildcards):
     return f"results/{wildcards.run}/ablations.csv"
 
 
-def report_headline(wildcards):
-    """The headline accuracy table (leave one testlist out), where the plan has one."""
-    if "headline" in run_plan(wildcards).skipped:
-        return []
-    return f"results/{wildcards.run}/headline.csv"
+def report_headline(name):
+    """An input function: results/{run}/<name> of the headline accuracy (leave one
+    testlist out), where the plan has one."""
+
+    def inputs(wildcards):
+        if "headline" in run_plan(wildcards).skipped:
+            return []
+        return f"results/{wildcards.run}/{name}"
+
+    return inputs
 
 
 def kernel_speed(wildcards):

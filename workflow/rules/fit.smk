@@ -104,6 +104,7 @@ rule headline:
     output:
         scores="results/{run}/headline.json",
         table="results/{run}/headline.csv",
+        picks="results/{run}/headline_picks.csv",
     input:
         hardware=run_hardware,
         microbench=microbench,
@@ -125,7 +126,7 @@ rule headline:
             " --measurements {input.measurements:q} {params.heldout:q}"
             " --families {params.families:q} --dtype {params.dtype:q} {params.residual}"
             " {params.overrides:q} --splits testlist,nk --jobs {threads}"
-            " --out {output.scores:q} --table {output.table:q}"
+            " --out {output.scores:q} --table {output.table:q} --picks {output.picks:q}"
         )
 
 

@@ -52,7 +52,8 @@ rule report:
         accuracy=if_measured("results/{run}/accuracy.csv"),
         out_of_sample=if_measured("results/{run}/out_of_sample.parquet"),
         ablations=report_ablations,
-        headline=report_headline,
+        headline=report_headline("headline.csv"),
+        headline_picks=report_headline("headline_picks.csv"),
         measurements=all_measurements,
         microbench=microbench,
         kernel_speed=kernel_speed,
@@ -77,6 +78,7 @@ rule report:
             " --skipped {params.skipped:q} {params.heldout:q}"
             " --accuracy {input.accuracy:q} --out-of-sample {input.out_of_sample:q}"
             " --ablations {input.ablations:q} --headline {input.headline:q}"
+            " --headline-picks {input.headline_picks:q}"
             " --measurements {input.measurements:q}"
             " --microbench {input.microbench:q} --kernel-speed {input.kernel_speed:q}"
             " --shipped-readme {input.shipped_readme:q} {params.overrides:q}"

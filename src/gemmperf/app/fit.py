@@ -69,6 +69,8 @@ def check_flags(a) -> None:
     splits = a.splits.split(",") if a.splits else []
     if any(s not in protocol.GROUPINGS for s in splits):
         raise UserError(f"--splits {a.splits!r}: comma-separated, each one of {', '.join(protocol.GROUPINGS)}")
+    if a.picks and not splits:
+        raise UserError(f"--picks {a.picks}: needs --splits (the picks are the headline protocol's)")
     if splits and (a.ablations or a.ablations_only or a.models or a.params):
         raise UserError(f"--splits {a.splits!r}: scores ws-pipelined, +fit and +fit+residual by split and shape "
                         "class; not with --ablations, --ablations-only, --models or --params")
@@ -202,6 +204,9 @@ def _headline(a, pset: ParamSet, meas: dict[str, pl.DataFrame], jobs: int) -> in
     if a.predictions:
         Path(a.predictions).parent.mkdir(parents=True, exist_ok=True)
         preds.write_parquet(a.predictions)
+    if a.picks:
+        Path(a.picks).parent.mkdir(parents=True, exist_ok=True)
+        protocol.picks(preds, protocol.headline_columns(preds)).write_csv(a.picks)
     return 0
 
 
@@ -269,6 +274,8 @@ def add_parsers(sub) -> None:
                    help="instead: the headline protocol, comma-separated groupings (testlist: leave one "
                    "development testlist out; nk: 5 folds grouped by weight matrix (n, k)), ws-hopper rows, "
                    "per model and shape class, nvMatmulHeuristics beside them where the nvmmh extra is installed")
+    p.add_argument("--picks", help="with --splits: CSV per split and shape of each model's pick (measured time, "
+                   "tied picks at their mean) and regret against the measured best")
     p.add_argument("--jobs", type=int, default=0,
                    help="worker processes for the per-fold fits (default 0: every available core)")
     p.set_defaults(func=cmd_accuracy)

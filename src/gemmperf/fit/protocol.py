@@ -25,7 +25,7 @@ from ..models import nvmmh
 from ..models import ws_pipelined as W
 from ..params import ParamSet
 from ..tables import FITTED_CORRECTED_MODEL, FITTED_MODEL, OUT_OF_SAMPLE_COLUMNS
-from .accuracy import _run_tasks, metrics, single_thread_blas, split_rows
+from .accuracy import TIE_REL, _run_tasks, metrics, single_thread_blas, split_rows
 
 GROUPINGS = ("testlist", "nk")
 # shape classes where a model generalizes worst (issue 17); a row may be in several
@@ -123,12 +123,16 @@ def headline(dev: pl.DataFrame, pset: ParamSet, splits=GROUPINGS, residual: bool
     sums, preds, why = [], [], None
     for grouping in splits:
         p, why = with_nvmmh(evaluate(dev, pset, grouping, residual=residual, jobs=jobs), pset.gpu)
-        columns = {**COLUMNS, **({NVMMH: "nvmmh_us"} if "nvmmh_us" in p.columns else {})}
-        sums.append(summary(p, columns=columns).with_columns(pl.lit(grouping).alias("split")))
+        sums.append(summary(p, columns=headline_columns(p)).with_columns(pl.lit(grouping).alias("split")))
         preds.append(p.with_columns(pl.lit(grouping).alias("split")))
         progress(f"accuracy: {grouping} split done")
     return (pl.concat(sums, how="diagonal_relaxed").select("split", pl.exclude("split")),
             pl.concat(preds, how="diagonal_relaxed"), why)
+
+
+def headline_columns(preds: pl.DataFrame) -> dict[str, str]:
+    """model -> prediction column of ``headline``'s predictions (nvMatmulHeuristics where present)."""
+    return {**COLUMNS, **({NVMMH: "nvmmh_us"} if "nvmmh_us" in preds.columns else {})}
 
 
 def summary(preds: pl.DataFrame, by: str | None = None, columns: dict[str, str] | None = None) -> pl.DataFrame:
@@ -150,3 +154,23 @@ def summary(preds: pl.DataFrame, by: str | None = None, columns: dict[str, str] 
                     m = metrics(part, pred=col)
                     rows.append({"model": model, "class": cls, **({by: value} if by else {}), **m})
     return pl.DataFrame(rows, infer_schema_length=None)
+
+
+def picks(preds: pl.DataFrame, columns: dict[str, str] | None = None) -> pl.DataFrame:
+    """Per shape (and split, where there is one): the measured best time, and per model
+    the measured time of its pick (configurations it predicts equally fast, within
+    TIE_REL, at their mean; only rows it estimates) as ``<model> pick us`` and its regret
+    as ``<model> regret %``."""
+    keys = [c for c in ("split", "testlist", "m", "n", "k", "dtype") if c in preds.columns]
+    aggs = [pl.len().alias("configurations"), pl.col("time_us").min().alias("measured best us")]
+    for model, col in (columns or COLUMNS).items():
+        if col not in preds.columns:
+            continue
+        ok = pl.col(col).is_not_null() & pl.col(col).is_not_nan() & (pl.col(col) > 0)
+        best = pl.col(col).filter(ok).min()
+        aggs.append(pl.col("time_us").filter(ok & (pl.col(col) <= best * (1.0 + TIE_REL))).mean()
+                    .alias(f"{model} pick us"))
+    out = preds.group_by(keys, maintain_order=True).agg(aggs)
+    return out.with_columns([(100.0 * (pl.col(c) / pl.col("measured best us") - 1.0)).alias(c.replace(" pick us",
+                                                                                                     " regret %"))
+                             for c in out.columns if c.endswith(" pick us")])

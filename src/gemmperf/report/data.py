@@ -30,6 +30,7 @@ class ReportData:
     ablations: pl.DataFrame | None = None  # ablations.csv (or the ablation rows of accuracy.csv)
     out_of_sample: pl.DataFrame | None = None
     headline: pl.DataFrame | None = None  # headline.csv: leave one testlist out, by (n, k), per class
+    headline_picks: pl.DataFrame | None = None  # headline_picks.csv: each model's pick per shape
     microbench: pl.DataFrame | None = None
     kernel_speed: dict | None = None
     shipped_readme: str | None = None
@@ -122,6 +123,7 @@ def load(
     ablations: str | Path | None = None,
     measurements: dict[str, str | Path] | None = None,
     headline: str | Path | None = None,
+    headline_picks: str | Path | None = None,
 ) -> ReportData:
     gpu = load_gpu(hardware)
     pset = ParamSet.load(params, gpu)
@@ -151,6 +153,7 @@ def load(
         ablations=abl,
         out_of_sample=oos,
         headline=head,
+        headline_picks=pl.read_csv(headline_picks, infer_schema_length=None) if headline_picks else None,
         microbench=read_measurements(microbench) if microbench else None,
         kernel_speed=json.loads(Path(kernel_speed).read_text()) if kernel_speed else None,
         shipped_readme=Path(shipped_readme).read_text() if shipped_readme else None,

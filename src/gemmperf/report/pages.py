@@ -87,6 +87,33 @@ def headline_section(page: Page, data: ReportData) -> None:
             "mape_pct": "MAPE %", "p95_ape_pct": "p95 APE %", "geomean_ratio": "geomean pred/meas",
             "spearman_mean": "Spearman", "regret_mean_pct": "regret %"}
     page.add(table_html(d.select([pl.col(c).alias(n) for c, n in cols.items() if c in d.columns]), digits=3))
+    picks_section(page, data)
+
+
+PICKS_SHOWN = 30
+
+
+def picks_section(page: Page, data: ReportData) -> None:
+    """Leave one testlist out: each model's pick per shape next to the measured best, the
+    worst shapes of the corrected model first."""
+    if data.headline_picks is None or data.headline_picks.height == 0:
+        return
+    d = data.headline_picks.filter(pl.col("split") == "testlist") if "split" in data.headline_picks.columns \
+        else data.headline_picks
+    regrets = [c for c in d.columns if c.endswith(" regret %")]
+    if d.height == 0 or not regrets:
+        return
+    page.h2("Picks per shape (leave one testlist out)")
+    counts = "; ".join(f"{c.removesuffix(' regret %')}: {int((d[c] < 1.0).sum())}" for c in regrets)
+    page.p(f"Shapes where a model's pick is within 1% of the measured best, of {d.height}: {counts}. "
+           f"The {min(PICKS_SHOWN, d.height)} shapes where the best model's pick costs most, each model's pick as its "
+           "measured time (tied picks at their mean) and regret.")
+    worst = regrets[-1] if NVMMH_REGRET not in regrets else [c for c in regrets if c != NVMMH_REGRET][-1]
+    show = d.sort(worst, descending=True, nulls_last=True).head(PICKS_SHOWN)
+    page.add(table_html(show.drop([c for c in ("split", "dtype") if c in show.columns]), digits=2))
+
+
+NVMMH_REGRET = "nvMatmulHeuristics regret %"
 
 
 # ------------------------------------------------------------------------------ errors
