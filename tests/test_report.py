@@ -239,6 +239,7 @@ def test_the_accuracy_page_shows_the_headline_protocol_and_the_overview_leads_wi
     assert (split, best["model"], best["mape_pct"]) == ("loto", "ws-pipelined+fit+residual", 13.1)
     acc = next(p for p in build_pages(data) if p.name == ACCURACY).render(NAV, "gemmperf")
     section = acc[acc.index("On shapes the fit never saw"):]
+    assert "<b>Leave one testlist out</b>" in section  # markup, not escaped
     for text in ("leave one testlist out", "grouped by weight matrix (n, k)", "odd N (N % 8 != 0)",
                  "nvMatmulHeuristics", "13.100", "tied picks counted at their mean"):
         assert text in section, text

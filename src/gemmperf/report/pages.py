@@ -76,12 +76,13 @@ def headline_section(page: Page, data: ReportData) -> None:
         page.p("Not scored here: " + data.skipped.get("headline", "no headline table (gemmperf accuracy --splits)")
                + ".")
         return
-    page.p("Every figure out of sample, ws-hopper rows. <b>Leave one testlist out</b> (the headline): each "
-           "development testlist is predicted by constants and a correction fitted on the others only; "
-           "<b>grouped by weight matrix</b>: 5 folds, no (n, k) of a test row in its fit. Spearman is the mean "
-           "per-shape rank correlation of predicted and measured times; regret is the measured time of the "
-           "model's pick over the measured best, tied picks counted at their mean. A row may be in several "
-           "classes. nvMatmulHeuristics (the nvmmh extra) is scored on the rows it estimates.")
+    # fixed text with markup: added as HTML (page.p escapes)
+    page.add("<p>Every figure out of sample, ws-hopper rows. <b>Leave one testlist out</b> (the headline): "
+             "each development testlist is predicted by constants and a correction fitted on the others only; "
+             "<b>grouped by weight matrix</b>: 5 folds, no (n, k) of a test row in its fit. Spearman is the mean "
+             "per-shape rank correlation of predicted and measured times; regret is the measured time of the "
+             "model's pick over the measured best, tied picks counted at their mean. A row may be in several "
+             "classes. nvMatmulHeuristics (the nvmmh extra) is scored on the rows it estimates.</p>")
     d = data.headline.with_columns(pl.col("split").replace(HEADLINE_SPLITS))
     cols = {"split": "split", "model": "model", "class": "class", "n": "rows", "shapes": "shapes",
             "mape_pct": "MAPE %", "p95_ape_pct": "p95 APE %", "geomean_ratio": "geomean pred/meas",
