@@ -225,8 +225,8 @@ def test_ablations_run_on_request_and_rerun_nothing_else(shipped_wf):
     assert shipped_wf.pending("--config", "ablations=True") == {}
 
 
-# model_params apply to every stage that runs a model: fit, accuracy, predict, optimize, report
-DOWNSTREAM_OF_MODELS = {"fit", "predict", "accuracy", "report", "optimize", "index", "all"}
+# model_params apply to every stage that runs a model: fit, accuracy, headline, predict, optimize, report
+DOWNSTREAM_OF_MODELS = {"fit", "predict", "accuracy", "headline", "report", "optimize", "index", "all"}
 
 
 def _change_model_parameter(wf: Workflow) -> dict[str, int]:
