@@ -175,15 +175,23 @@ def cmd_accuracy(a) -> int:
         acc, preds = evaluate_accuracy(meas, pset, heldout=a.heldout, models=parse_models(a.models),
                                        n_splits=a.folds, residual=not a.no_residual, ablations=a.ablations,
                                        progress=_progress, jobs=jobs, shipped=shipped)
-    write_text(a.out, json.dumps(acc, indent=2) + "\n")
-    print(f"wrote {a.out}", file=sys.stderr)
-    if a.table:
-        Path(a.table).parent.mkdir(parents=True, exist_ok=True)
-        table(acc).write_csv(a.table)
-    if a.predictions:
-        Path(a.predictions).parent.mkdir(parents=True, exist_ok=True)
-        preds.write_parquet(a.predictions)
+    _save(a.out, acc)
+    _save_frame(a.table, table(acc))
+    _save_frame(a.predictions, preds, parquet=True)
     return 0
+
+
+def _save(path: str, scores: dict) -> None:
+    write_text(path, json.dumps(scores, indent=2) + "\n")
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def _save_frame(path: str | None, frame: pl.DataFrame, parquet: bool = False) -> None:
+    """``frame`` to ``path`` (CSV, or Parquet), its folder made; nothing when no path was asked for."""
+    if not path:
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    frame.write_parquet(path) if parquet else frame.write_csv(path)
 
 
 def _headline(a, pset: ParamSet, meas: dict[str, pl.DataFrame], jobs: int) -> int:
@@ -196,17 +204,10 @@ def _headline(a, pset: ParamSet, meas: dict[str, pl.DataFrame], jobs: int) -> in
     meta = {"splits": splits, "dev_rows": dev.height, "dev_shapes": dev.get_column("shape").n_unique(),
             "testlists": sorted(dev.get_column("testlist").unique().to_list()), "heldout_testlist": a.heldout,
             "families": ["ws-hopper"], "nvmmh": why or "available", "classes": list(protocol.CLASSES)}
-    write_text(a.out, json.dumps({"meta": meta, "summary": summary.to_dicts()}, indent=2) + "\n")
-    print(f"wrote {a.out}", file=sys.stderr)
-    if a.table:
-        Path(a.table).parent.mkdir(parents=True, exist_ok=True)
-        summary.write_csv(a.table)
-    if a.predictions:
-        Path(a.predictions).parent.mkdir(parents=True, exist_ok=True)
-        preds.write_parquet(a.predictions)
-    if a.picks:
-        Path(a.picks).parent.mkdir(parents=True, exist_ok=True)
-        protocol.picks(preds, protocol.headline_columns(preds)).write_csv(a.picks)
+    _save(a.out, {"meta": meta, "summary": summary.to_dicts()})
+    _save_frame(a.table, summary)
+    _save_frame(a.predictions, preds, parquet=True)
+    _save_frame(a.picks, protocol.picks(preds, protocol.headline_columns(preds)))
     return 0
 
 
