@@ -4,7 +4,6 @@ telemetry parsing, and one shape measured end to end on fake kernels, timer and 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -17,16 +16,14 @@ from gemmperf.kernels import launch as launch_mod
 from gemmperf.kernels import verify as verify_mod
 from gemmperf.kernels.verify import VerifyResult
 from gemmperf.problem import KernelConfig
+from scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "kernel_speed.py"
 
 
 @pytest.fixture(scope="module")
 def ks():
-    spec = importlib.util.spec_from_file_location("kernel_speed", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT, "kernel_speed")
 
 
 def test_help_names_every_option(ks, capsys):
@@ -276,9 +273,7 @@ def test_ablation_variants_are_legal_one_change_each_and_bad_input_is_one_line(t
     """benchmarks/kernel_ablation.py without a GPU: every variant is a legal H100
     configuration, names are unique, an unknown --only name or a bad shape is one line
     (exit 2), and with no GPU it stops with one line before writing anything."""
-    spec = importlib.util.spec_from_file_location("kernel_ablation", ABLATION)
-    ab = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ab)
+    ab = load_script(ABLATION, "kernel_ablation")
     from gemmperf.hardware import CATALOG, NoGPU, probe
     from gemmperf.kernels import check_legal
 

@@ -3,7 +3,6 @@ without a GPU and without measuring anything."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -15,6 +14,7 @@ import pytest
 import gemmperf.bench.collect as collect
 import gemmperf.hardware as hardware
 from gemmperf.problem import read_testlist
+from scripts import load_script
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "benchmarks" / "reference_sweep.py"
@@ -23,10 +23,7 @@ GPU = "h100-sxm5-80gb"
 
 @pytest.fixture
 def sweep():
-    spec = importlib.util.spec_from_file_location("reference_sweep", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "reference_sweep")
 
 
 def test_every_planned_testlist_exists(sweep):

@@ -3,7 +3,6 @@ from it (benchmarks/make_testlists.py: testlists/random.csv and sealed.csv)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import random
@@ -18,6 +17,7 @@ import pytest
 from gemmperf import shapegen
 from gemmperf.problem import Shape, flops_error, read_testlist
 from gemmperf.shapegen import ROUNDINGS, log_uniform, model_shapes, random_shapes, rounded
+from scripts import load_script
 
 REPO = Path(__file__).resolve().parent.parent
 MAKE = REPO / "benchmarks" / "make_testlists.py"
@@ -190,10 +190,7 @@ def run_make(*args):
 
 @pytest.fixture(scope="module")
 def make():
-    spec = importlib.util.spec_from_file_location("make_testlists", MAKE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(MAKE, "make_testlists")
 
 
 def test_check_passes_on_the_repository_testlists():
