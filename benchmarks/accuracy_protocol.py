@@ -3,9 +3,10 @@
 nvMatmulHeuristics' estimate and pick on the same rows where the `nvmmh` extra is installed.
 
 Development data: the shipped measurements (results/<gpu>/shipped/measurements/*.csv:
-dsv3, paper-grid, squares, decode, llm -- llm is development data since issue 17) and
-the reference sweep's lists under results/<gpu>/incoming/<dtype>/ (random, ...), the
-sealed list excepted. ``--sealed`` instead fits on all of it and scores the sealed list:
+random, dsv3, paper-grid, squares, decode, llm -- llm is development data since issue
+17), or a reference sweep's lists still under results/<gpu>/incoming/<dtype>/. The sealed
+list (results/<gpu>/sealed/<dtype>/sealed.csv) is read only with ``--sealed``, which fits
+on all the development data and scores the sealed list:
 run it once, at the end, and report what it prints.
 
     python benchmarks/accuracy_protocol.py [--gpu h100-sxm5-80gb] [--dtype bf16] [--jobs 2]
@@ -31,12 +32,17 @@ TARGETS = {"ws-pipelined+fit": {"mape_pct": 7.0},
 
 
 def measurement_files(gpu: str, dtype: str) -> dict[str, Path]:
-    """testlist -> measured table: shipped first, a reference-sweep list replacing it."""
+    """testlist -> measured table: the shipped lists, a list of a reference sweep still
+    under way (results/<gpu>/incoming/<dtype>/) replacing its shipped table; the sealed
+    list from results/<gpu>/sealed/<dtype>/."""
     base = ROOT / "results" / gpu
     shipped = base / "shipped" / "measurements" if dtype == "bf16" else base / "shipped" / dtype / "measurements"
     files = {p.stem: p for p in sorted(shipped.glob("*.csv"))}
     for p in sorted((base / "incoming" / dtype).glob("*.journal.csv")):
         files[p.name.removesuffix(".journal.csv")] = p
+    sealed = base / SEALED / dtype / f"{SEALED}.csv"
+    if sealed.is_file():
+        files[SEALED] = sealed
     return files
 
 

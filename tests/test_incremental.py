@@ -143,10 +143,11 @@ class Workflow:
 
 
 def copy_config(root: Path) -> None:
-    """The repository's config/config.yaml, less its collect presets, which name the
-    repository's testlists (a preset for a testlist that does not exist is an error)."""
+    """The repository's config/config.yaml, less its collect presets and sample counts,
+    which name the repository's testlists (naming a testlist that does not exist is an
+    error)."""
     cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    cfg["collect"]["presets"] = {}
+    cfg["collect"]["presets"] = cfg["collect"]["sample"]["counts"] = {}
     (root / "config").mkdir(parents=True)
     (root / "config" / "config.yaml").write_text(yaml.safe_dump(cfg))
 

@@ -73,6 +73,7 @@ def no_file_x(work: Path) -> bool:
     ("fallback_gpu", "x;touch X;y", "config fallback_gpu = 'x;touch X;y'"),
     ("gpus", ["h100 backup"], "config gpus[0] = 'h100 backup'"),
     ("collect", {"presets": {"tiny$(touch X)": "small"}}, "config collect.presets"),
+    ("collect", {"sample": {"counts": {"tiny$(touch X)": 4}}}, "config collect.sample.counts"),
     ("dtypes", ["bf16", "fp8; touch X #"], "config dtypes[1] = 'fp8; touch X #'"),
     ("dtype", "$(touch X)", "config dtype = '$(touch X)'"),
 ])
@@ -161,6 +162,8 @@ def test_the_config_names_testlists_and_gpus_that_exist(work):
     for change, message in [
         ({"heldout_testlist": "nosuch"}, "config heldout_testlist = 'nosuch': not one of testlists (tiny, held)"),
         ({"collect": {"presets": {"nosuch": "small"}}}, "config collect.presets: 'nosuch' is not a testlist"),
+        ({"collect": {"sample": {"counts": {"nosuch": 4}}}},
+         "config collect.sample.counts: 'nosuch' is not a testlist"),
         ({"fallback_gpu": "bogus"}, "config fallback_gpu = 'bogus': not a catalog GPU or shipped data"),
         ({"testlists": ["tiny", "nosuch"]}, "config testlists: 'nosuch' has no file"),
         ({"dtype": "fp16"}, "config dtype = 'fp16' and dtypes = ['bf16', 'fp8']: give only dtypes"),

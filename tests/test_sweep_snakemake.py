@@ -31,9 +31,10 @@ TARGET = f"results/{SLUG}/measurements/tiny.csv"
 
 @pytest.fixture
 def wf(tmp_path):
-    # the repository's config less its collect presets, which name the repository's testlists
+    # the repository's config less its collect presets and sample counts, which name the
+    # repository's testlists
     base = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    base["collect"]["presets"] = {}
+    base["collect"]["presets"] = base["collect"]["sample"]["counts"] = {}
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump(base))
     (tmp_path / "lists").mkdir()

@@ -48,7 +48,9 @@ rule collect_shard:
         shard=lambda w: f"{w.shard}/{w.shards}",
         families=",".join(config["families"]),
         dtype=run_dtype,
-        preset=lambda w: config["collect"]["presets"].get(w.testlist, "medium"),
+        preset=lambda w: config["collect"]["presets"].get(w.testlist, config["collect"]["preset"]),
+        sample_count=lambda w: config["collect"]["sample"]["counts"].get(w.testlist, config["collect"]["sample"]["count"]),
+        sample_seed=config["collect"]["sample"]["seed"],
         # a list of words (one flag or none), each quoted
         warm_l2=["--warm-l2"] if config["collect"]["warm_l2"] is True else [],
         rel_spread=config["collect"]["rel_spread"],
@@ -58,7 +60,8 @@ rule collect_shard:
         logged(
             "gemmperf gpu-slot -- gemmperf collect --gpu {input.hardware:q} --testlist {input.testlist:q}"
             " --out {output:q} --journal {params.journal:q} --families {params.families:q}"
-            " --dtype {params.dtype:q} --preset {params.preset:q} --shard {params.shard:q} {params.warm_l2:q}"
+            " --dtype {params.dtype:q} --preset {params.preset:q} --sample-count {params.sample_count:q}"
+            " --sample-seed {params.sample_seed:q} --shard {params.shard:q} {params.warm_l2:q}"
             " --rel-spread {params.rel_spread:q} --max-seconds {params.max_seconds:q}"
         )
 

@@ -170,8 +170,8 @@ def _why(error) -> str:
 
 def check_config(config: dict, results: str | Path = "results") -> None:
     """What the schema cannot check: the testlists exist and read cleanly (the first bad
-    row stops with file, line and value), the held-out testlist and the collect presets
-    name testlists, and the fallback GPU is known. Run once when the workflow starts, so a
+    row stops with file, line and value), the held-out testlist, the collect presets and
+    sample counts name testlists, and the fallback GPU is known. Run once when the workflow starts, so a
     bad input stops it there with one line instead of failing inside a rule."""
     testlists = list(config["testlists"])
     folder = Path(config["testlist_dir"])
@@ -184,10 +184,13 @@ def check_config(config: dict, results: str | Path = "results") -> None:
     if heldout is not None and heldout not in testlists:
         raise UserError(f"config heldout_testlist = {heldout!r}: not one of testlists ({', '.join(testlists)}); "
                         f"add it to testlists, or set heldout_testlist: null for no held-out testlist")
-    for name in config.get("collect", {}).get("presets", {}):
-        if name not in testlists and not (folder / f"{name}.csv").is_file():
-            raise UserError(f"config collect.presets: {name!r} is not a testlist (not in testlists, "
-                            f"no {folder / (name + '.csv')})")
+    collect = config.get("collect", {})
+    for key, names in (("presets", collect.get("presets", {})),
+                       ("sample.counts", collect.get("sample", {}).get("counts", {}))):
+        for name in names:
+            if name not in testlists and not (folder / f"{name}.csv").is_file():
+                raise UserError(f"config collect.{key}: {name!r} is not a testlist (not in testlists, "
+                                f"no {folder / (name + '.csv')})")
     fallback = config.get("fallback_gpu")
     known = [*CATALOG, *shipped_gpus(results)]
     if fallback is not None and fallback not in known:
