@@ -21,6 +21,9 @@ prediction table, see ``features``) have a physical meaning:
   log_wave_bytes    log2 of the padded A + B bytes (against the L2 size)
   log_flop_rate     log2 of padded flops over the predicted time (power draw; with
                     log_pred, what the power limit's clock drops follow)
+  epilogue_tma, pingpong, log_cluster_m, log_cluster_n, log_split_k, stream_k
+                    the configuration's epilogue, schedule, cluster and K split
+  reduction_share   split-K's / stream-K's partial writes and fix-up over the total
 
 Estimator: ``ResidualRegressor``, gradient-boosted shallow regression trees (sklearn's
 GradientBoostingRegressor, Huber loss, fixed random_state, no subsampling: the fit is
@@ -98,6 +101,15 @@ def feature_exprs(sms: int) -> dict[str, pl.Expr]:
         # sustained tensor-core rate the model predicts: long runs at a high rate hit the
         # power limit and the SM clock drops (recorded per row, unknown at prediction time)
         "log_flop_rate": (2 * ceil(m, tm) * tm * ceil(n, tn) * tn * k / total).log(2),
+        # the configuration dimensions of issue 16's kernels: where the analytical model's
+        # epilogue, cluster, schedule and split-K / stream-K terms are off, by how much
+        "epilogue_tma": (pl.col("epilogue") == "tma").cast(pl.Float64),
+        "pingpong": (pl.col("schedule") == "pingpong").cast(pl.Float64),
+        "log_cluster_m": _LOG2(pl.col("cluster_m")),
+        "log_cluster_n": _LOG2(pl.col("cluster_n")),
+        "log_split_k": _LOG2(pl.col("split_k")),
+        "stream_k": pl.col("stream_k").cast(pl.Float64),
+        "reduction_share": pl.col("reduction_us") / total,
     }
     return exprs
 
@@ -109,7 +121,8 @@ def features(pred: pl.DataFrame, sms: int) -> pl.DataFrame:
     """The FEATURES columns of a ws-pipelined prediction table (same row order)."""
     need = {"m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "persistent", "raster", "dtype",
             "predicted_us", "limiter", "k_stages", "waves", "last_wave_sms", "tiles", "padding_waste",
-            "l2_hit_rate_est", "mainloop_us", "epilogue_us", "fill_us", "stage_load_us", "stage_math_us"}
+            "l2_hit_rate_est", "mainloop_us", "epilogue_us", "fill_us", "stage_load_us", "stage_math_us",
+            "epilogue", "schedule", "cluster_m", "cluster_n", "split_k", "stream_k", "reduction_us"}
     missing = sorted(need - set(pred.columns))
     if missing:
         raise UserError(f"residual features need a {BASE_MODEL} prediction table; missing {', '.join(missing)}")
