@@ -7,7 +7,12 @@ and the default sweep of the squares testlist on two catalog GPUs with descripto
 defaults. Here today's code predicts the same rows from the same parameter files and
 every column must be equal (floats exactly, NaN where NaN). The default sweep has grown
 since (issue 15's dimensions), so the catalog cases predict the configurations the
-reference holds, not today's sweep.
+reference holds, not today's sweep. The shipped measurements were replaced in issue 17,
+so the H100 rows are the reference's own (the 6822 rows shipped on 2026-11-22, read back
+through read_configs as their files were). The residual correction's features grew in
+issue 17 (the configuration's epilogue, schedule, cluster and K split), a change of
+behaviour on purpose: its reference file no longer loads, and the corrected model is
+left out here (tests/test_residual.py covers it); every analytical model still is.
 """
 
 from __future__ import annotations
@@ -19,7 +24,6 @@ import polars as pl
 import pytest
 
 from gemmperf.configs import read_configs
-from gemmperf.fit.residual import Correction
 from gemmperf.hardware import get_gpu, load_gpu
 from gemmperf.params import ParamSet
 from gemmperf.predictions import candidate_table, predict_all
@@ -42,19 +46,35 @@ CONFIG = ["m", "n", "k", "family", "dtype", "tile_m", "tile_n", "tile_k", "stage
           "persistent", "raster", "mode"]
 
 
-def _today() -> dict[str, pl.DataFrame]:
+# the columns of the measurement files the reference was made from, in their order
+MEASURED = CONFIG[:-1] + ["mode", "out_dtype", "acc_dtype", "status", "reason", "time_us", "time_us_min",
+                          "time_us_max", "spread", "repeats", "launches_per_repeat", "converged", "max_rel_err",
+                          "registers", "smem_bytes", "spill_bytes", "gpu", "device", "driver", "cuda",
+                          "sm_clock_start_mhz", "sm_clock_end_mhz", "warm_l2", "timestamp"]
+
+
+def _reference_rows(reference: pl.DataFrame, folder: Path) -> pl.DataFrame:
+    """The H100 rows the reference predicted, written back to one CSV per testlist and
+    read as their shipped files were."""
+    rows = reference.filter((pl.col("case") == "h100/microbench") & (pl.col("model") == MODELS[0]))
+    tables = []
+    for name in TESTLISTS:
+        path = folder / f"{name}.csv"
+        rows.filter(pl.col("testlist") == name).select(MEASURED).write_csv(path)
+        tables.append(read_configs(path).with_columns(pl.lit(name).alias("testlist")))
+    return pl.concat(tables, how="diagonal_relaxed")
+
+
+def _today(folder: Path) -> dict[str, pl.DataFrame]:
     gpu = load_gpu(SHIPPED / "hardware.json")
-    paths = [SHIPPED / "measurements" / f"{t}.csv" for t in TESTLISTS]
-    table = pl.concat([read_configs(p).with_columns(pl.lit(p.stem).alias("testlist")) for p in paths],
-                      how="diagonal_relaxed")
+    reference = pl.read_parquet(DATA / "predictions.parquet")
+    table = _reference_rows(reference, folder)
     mb = ParamSet.load(DATA / "params_microbench.json", gpu)
     fitted = ParamSet.load(DATA / "params_fitted.json", gpu)
-    corr = Correction.load(DATA / "correction.json")
     out = {
         "h100/microbench": predict_all(table, mb, MODELS),
-        "h100/fitted": predict_all(table, fitted, MODELS, corr),
+        "h100/fitted": predict_all(table, fitted, MODELS),
     }
-    reference = pl.read_parquet(DATA / "predictions.parquet")
     for slug in ("a100-sxm4-80gb", "h200-sxm-141gb"):
         g = get_gpu(slug)
         ref = reference.filter((pl.col("case") == f"{slug}/default") & (pl.col("model") == MODELS[0]))
@@ -81,8 +101,8 @@ def test_the_reference_sweep_is_todays_sweep_at_the_old_dimensions():
 
 
 @pytest.fixture(scope="module")
-def today() -> dict[str, pl.DataFrame]:
-    return _today()
+def today(tmp_path_factory) -> dict[str, pl.DataFrame]:
+    return _today(tmp_path_factory.mktemp("reference_rows"))
 
 
 CASES = ["h100/microbench", "h100/fitted", "a100-sxm4-80gb/default", "h200-sxm-141gb/default"]
@@ -104,9 +124,10 @@ def _equal(ref: pl.Series, new: pl.Series) -> bool:
 
 @pytest.mark.parametrize("case", CASES)
 def test_predictions_unchanged(reference, today, case):
-    ref = reference.filter(pl.col("case") == case).drop("case")
+    ref = reference.filter((pl.col("case") == case) & (pl.col("model") != "ws-pipelined+residual")).drop("case")
     new = today[case]
-    ref = ref.select([c for c in ref.columns if ref.get_column(c).null_count() < ref.height])
+    ref = ref.select([c for c in ref.columns if ref.get_column(c).null_count() < ref.height
+                      and c not in ("correction", "corrected_us", "uncorrected_us")])
     assert new.height == ref.height
     missing = [c for c in ref.columns if c not in new.columns]
     assert not missing, f"{case}: columns gone: {missing}"
