@@ -15,6 +15,8 @@ spread of repeats), and each fit its R^2 and number of points.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import polars as pl
 
@@ -114,7 +116,10 @@ def fit_paramset(gpu: GPU, microbench_csv: str, families: list[str], dtype: str)
     for (family, fd) in list(pset.entries):
         if mb.filter((pl.col("family") == family) & (pl.col("dtype") == fd)).height:
             pset.entries[(family, fd)] = fit_family(mb, gpu, family, fd)
-            print(f"fitted {family}/{fd}: {pset.entries[(family, fd)]}")
+            p = pset.entries[(family, fd)]
+            print(f"fitted {family}/{fd} from microbenchmarks: t_init {p.t_init_us:.2f} us, t_epilogue "
+                  f"{p.t_epilogue_us:.2f} us, load {p.load_bytes_per_us / 1e3:.1f} GB/s per SM, math "
+                  f"{p.math_flops_per_us / 1e6:.2f} TFLOP/s per SM", file=sys.stderr)
         else:
-            print(f"no microbenchmarks for {family}/{fd}: keeping descriptor defaults")
+            print(f"no microbenchmarks for {family}/{fd}: keeping descriptor defaults", file=sys.stderr)
     return pset
