@@ -156,3 +156,26 @@ def test_a_second_dtype_is_collected_into_its_own_folder_and_journal(wf):
     assert not (root / "results" / SLUG / "journal").exists()  # bf16 was not asked for
     logs = "".join(p.read_text() for p in (root / "logs" / SLUG / "fp8" / "collect").glob("*.log"))
     assert "collect: skipping ws-ampere: ws-ampere takes bf16 or fp16, not fp8" in logs
+
+
+def test_the_collect_rule_passes_the_configs_preset_and_sample(wf):
+    """collect.preset for every testlist, collect.presets per testlist, and preset sample's
+    count (collect.sample.counts per testlist) and seed reach `gemmperf collect`."""
+    root, env = wf
+    cfg = yaml.safe_load((root / "test-config.yaml").read_text())
+
+    def collect_command(collect: dict) -> str:
+        cfg["collect"] = {"shards": 1, **collect}
+        (root / "test-config.yaml").write_text(yaml.safe_dump(cfg))
+        run = subprocess.run([str(SNAKEMAKE), TARGET, "-s", str(REPO / "Snakefile"), "-d", str(root), "-n", "-p",
+                              "--configfile", str(root / "test-config.yaml")],
+                             env=env, capture_output=True, text=True)
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        return next(line for line in run.stdout.splitlines() if "gemmperf collect" in line)
+
+    line = collect_command({"preset": "sample", "presets": {}, "sample": {"count": 16, "seed": 5, "counts": {"tiny": 3}}})
+    assert "--preset sample --sample-count 3 --sample-seed 5" in line, line
+    line = collect_command({"preset": "sample", "presets": {}, "sample": {"count": 7, "seed": 1723, "counts": {}}})
+    assert "--preset sample --sample-count 7 --sample-seed 1723" in line, line
+    line = collect_command({"preset": "sample", "presets": {"tiny": "paper"}})
+    assert "--preset paper " in line, line

@@ -210,6 +210,18 @@ def if_measured(path):
     return lambda w: path.format(run=w.run) if run_plan(w).testlists_measured else []
 
 
+def collect_preset(wildcards):
+    """The collect preset of a testlist: its own (collect.presets), else collect.preset."""
+    c = config["collect"]
+    return c["presets"].get(wildcards.testlist, c["preset"])
+
+
+def collect_sample_count(wildcards):
+    """Configurations per shape and family of preset sample for a testlist."""
+    s = config["collect"]["sample"]
+    return s["counts"].get(wildcards.testlist, s["count"])
+
+
 def collect_journal(wildcards):
     """A collect shard's journal: every measured row, appended as measured. It is not an
     output of the rule, so Snakemake never deletes it: a killed or failed collect job

@@ -48,8 +48,8 @@ rule collect_shard:
         shard=lambda w: f"{w.shard}/{w.shards}",
         families=",".join(config["families"]),
         dtype=run_dtype,
-        preset=lambda w: config["collect"]["presets"].get(w.testlist, config["collect"]["preset"]),
-        sample_count=lambda w: config["collect"]["sample"]["counts"].get(w.testlist, config["collect"]["sample"]["count"]),
+        preset=collect_preset,
+        sample_count=collect_sample_count,
         sample_seed=config["collect"]["sample"]["seed"],
         # a list of words (one flag or none), each quoted
         warm_l2=["--warm-l2"] if config["collect"]["warm_l2"] is True else [],
