@@ -15,7 +15,6 @@ spread of repeats), and each fit its R^2 and number of points.
 
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 import polars as pl
@@ -119,7 +118,7 @@ def fit_paramset(gpu: GPU, microbench_csv: str, families: list[str], dtype: str)
             p = pset.entries[(family, fd)]
             print(f"fitted {family}/{fd} from microbenchmarks: t_init {p.t_init_us:.2f} us, t_epilogue "
                   f"{p.t_epilogue_us:.2f} us, load {p.load_bytes_per_us / 1e3:.1f} GB/s per SM, math "
-                  f"{p.math_flops_per_us / 1e6:.2f} TFLOP/s per SM", file=sys.stderr)
+                  f"{p.math_flops_per_us / 1e6:.2f} TFLOP/s per SM")
         else:
-            print(f"no microbenchmarks for {family}/{fd}: keeping descriptor defaults", file=sys.stderr)
+            print(f"no microbenchmarks for {family}/{fd}: keeping descriptor defaults")
     return pset
