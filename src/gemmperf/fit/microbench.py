@@ -15,7 +15,6 @@ spread of repeats), and each fit its R^2 and number of points.
 
 from __future__ import annotations
 
-
 import numpy as np
 import polars as pl
 
