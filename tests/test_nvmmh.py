@@ -124,12 +124,15 @@ def test_ranking_and_picks_among_the_rows():
 
 
 @needs_library
-def test_every_shipped_ws_hopper_row_gets_an_estimate():
+def test_every_shipped_ws_hopper_row_without_a_k_split_gets_an_estimate():
     meas = valid_rows(read_measurements(SHIPPED))
     t = nvmmh.estimate_table(meas, H100)
     hopper = t.filter(pl.col("family") == "ws-hopper")
-    assert hopper.height > 100 and hopper.get_column("nvmmh_us").null_count() == 0
-    ratio = (hopper.get_column("nvmmh_us") / hopper.get_column("time_us")).median()
+    # every configuration without a K split gets an estimate; of split-K and stream-K ones,
+    # the library answers some (its split-K kinds) and not others
+    plain = hopper.filter((pl.col("split_k") == 1) & ~pl.col("stream_k"))
+    assert plain.height > 100 and plain.get_column("nvmmh_us").null_count() == 0
+    ratio = (plain.get_column("nvmmh_us") / plain.get_column("time_us")).median()
     assert 0.25 < ratio < 4  # the same order of magnitude as the measured kernels
 
 

@@ -26,6 +26,7 @@ from gemmperf.optimize.space import class_key, consts, family_space, padded_volu
 from gemmperf.params import ParamSet
 from gemmperf.problem import LATER_CONFIG_COLUMNS, KernelConfig, Shape, read_testlist
 from gemmperf.tables import read_measurements
+from reference_rows import write_reference_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 H100 = get_gpu("h100-sxm5-80gb")
@@ -482,16 +483,16 @@ def test_one_default_model_for_library_and_workflow():
         assert inspect.signature(fn).parameters["model"].default == optimize.DEFAULT_MODEL, fn.__name__
 
 
-def test_tilings_unchanged_squares_dsv3():
+def test_tilings_unchanged_squares_dsv3(tmp_path):
     """The workflow's tilings (ws-pipelined, searched space "auto") of squares and dsv3, with
-    the microbench and the fitted parameters and the shipped measurements for the regret, are
-    those of tests/data/optimize/tilings_ws_pipelined.csv (written before issue 13's
-    renovation), byte for byte apart from the solve times."""
+    the microbench and the fitted parameters and the measurements shipped then for the regret
+    (tests/reference_rows.py), are those of tests/data/optimize/tilings_ws_pipelined.csv
+    (written before issue 13's renovation), byte for byte apart from the solve times."""
     ref = ROOT / "tests" / "data" / "optimize" / "tilings_ws_pipelined.csv"
-    h100_meas = ROOT / "results" / "h100-sxm5-80gb" / "shipped" / "measurements"
+    h100_meas = write_reference_rows(tmp_path, ["squares", "dsv3"])
     parts = []
     for tl in ("squares", "dsv3"):
-        meas = read_measurements(h100_meas / f"{tl}.csv")
+        meas = read_measurements(h100_meas[tl])
         for pname in ("microbench", "fitted"):
             pset = ParamSet.load(ROOT / "tests" / "data" / "reference" / f"params_{pname}.json", H100)
             t = tilings.tilings_table(read_testlist(ROOT / "testlists" / f"{tl}.csv"), H100, pset, None,

@@ -28,6 +28,7 @@ from gemmperf.hardware import get_gpu, load_gpu
 from gemmperf.params import ParamSet
 from gemmperf.predictions import candidate_table, predict_all
 from gemmperf.problem import read_testlist
+from reference_rows import write_reference_rows
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data" / "reference"
@@ -46,29 +47,17 @@ CONFIG = ["m", "n", "k", "family", "dtype", "tile_m", "tile_n", "tile_k", "stage
           "persistent", "raster", "mode"]
 
 
-# the columns of the measurement files the reference was made from, in their order
-MEASURED = CONFIG[:-1] + ["mode", "out_dtype", "acc_dtype", "status", "reason", "time_us", "time_us_min",
-                          "time_us_max", "spread", "repeats", "launches_per_repeat", "converged", "max_rel_err",
-                          "registers", "smem_bytes", "spill_bytes", "gpu", "device", "driver", "cuda",
-                          "sm_clock_start_mhz", "sm_clock_end_mhz", "warm_l2", "timestamp"]
-
-
-def _reference_rows(reference: pl.DataFrame, folder: Path) -> pl.DataFrame:
-    """The H100 rows the reference predicted, written back to one CSV per testlist and
-    read as their shipped files were."""
-    rows = reference.filter((pl.col("case") == "h100/microbench") & (pl.col("model") == MODELS[0]))
-    tables = []
-    for name in TESTLISTS:
-        path = folder / f"{name}.csv"
-        rows.filter(pl.col("testlist") == name).select(MEASURED).write_csv(path)
-        tables.append(read_configs(path).with_columns(pl.lit(name).alias("testlist")))
-    return pl.concat(tables, how="diagonal_relaxed")
+def _reference_rows(folder: Path) -> pl.DataFrame:
+    """The H100 rows the reference predicted, read as their shipped files were."""
+    paths = write_reference_rows(folder, TESTLISTS)
+    return pl.concat([read_configs(paths[n]).with_columns(pl.lit(n).alias("testlist")) for n in TESTLISTS],
+                     how="diagonal_relaxed")
 
 
 def _today(folder: Path) -> dict[str, pl.DataFrame]:
     gpu = load_gpu(SHIPPED / "hardware.json")
     reference = pl.read_parquet(DATA / "predictions.parquet")
-    table = _reference_rows(reference, folder)
+    table = _reference_rows(folder)
     mb = ParamSet.load(DATA / "params_microbench.json", gpu)
     fitted = ParamSet.load(DATA / "params_fitted.json", gpu)
     out = {
