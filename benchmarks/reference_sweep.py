@@ -66,7 +66,7 @@ def main(argv=None) -> int:
     p.add_argument("--plan", action="store_true", help="print the plan's task counts and stop (no GPU needed)")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT / "src"))
-    from gemmperf.bench.collect import tasks_for
+    from gemmperf.bench.collect import SAMPLE_SEED, tasks_for
     from gemmperf.hardware import get_gpu, probe
     from gemmperf.problem import read_testlist
 
@@ -83,7 +83,7 @@ def main(argv=None) -> int:
         if left < 60 and not args.plan:
             table.append((name, dtype, families, count, "?", *rows_ok(journal)))
             continue
-        total = len(tasks_for(read_testlist(testlist, dtype), gpu, families.split(","), dtype, "sample", (count, 1723)))
+        total = len(tasks_for(read_testlist(testlist, dtype), gpu, families.split(","), dtype, "sample", (count, SAMPLE_SEED)))
         print(f"[{time.monotonic() - start:5.0f} s] {name} {dtype}: {total} tasks, {rows_ok(journal)[0]} in the journal",
               flush=True)
         if not args.plan and rows_ok(journal)[0] < total:

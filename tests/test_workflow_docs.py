@@ -85,3 +85,18 @@ def test_the_dtypes_list_is_documented_and_the_schema_holds_the_kernels_dtypes()
     assert config["dtypes"] == ["bf16"] and "dtype" not in config
     text = section("The workflow's configuration")
     assert "`dtypes`" in text and "`results/<gpu>/<dtype>/`" in text and "`results/<gpu>/shipped/<dtype>/`" in text
+
+
+def test_the_schema_holds_collects_presets_and_sample_defaults():
+    """One preset list in the schema, the collector's own; the sample preset's defaults
+    are the collector's, so the workflow and `gemmperf collect` draw the same sample."""
+    import yaml
+
+    from gemmperf.bench.collect import PRESETS, SAMPLE_COUNT, SAMPLE_SEED
+
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    collect = schema["properties"]["collect"]["properties"]
+    assert schema["$defs"]["preset"]["enum"] == list(PRESETS)
+    assert collect["preset"]["$ref"] == collect["presets"]["additionalProperties"]["$ref"] == "#/$defs/preset"
+    sample = collect["sample"]["properties"]
+    assert (sample["count"]["default"], sample["seed"]["default"]) == (SAMPLE_COUNT, SAMPLE_SEED)

@@ -171,8 +171,9 @@ def _why(error) -> str:
 def check_config(config: dict, results: str | Path = "results") -> None:
     """What the schema cannot check: the testlists exist and read cleanly (the first bad
     row stops with file, line and value), the held-out testlist, the collect presets and
-    sample counts name testlists, and the fallback GPU is known. Run once when the workflow starts, so a
-    bad input stops it there with one line instead of failing inside a rule."""
+    sample counts name testlists, and the fallback GPU is known. Run once when the
+    workflow starts, so a bad input stops it there with one line instead of failing
+    inside a rule."""
     testlists = list(config["testlists"])
     folder = Path(config["testlist_dir"])
     for name in testlists:
