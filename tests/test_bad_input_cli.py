@@ -9,6 +9,7 @@ is not read unless a test puts files there."""
 import json
 import re
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,7 +20,24 @@ from gemmperf.app.cli import COMMANDS, build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU = "h100-sxm5-80gb"
-FITTED = ROOT / "tests" / "data" / "reference" / "params_fitted.json"  # old layout: 'extra', no fitted_at
+REFERENCE_FIT = ROOT / "tests" / "data" / "reference" / "params_fitted.json"  # old layout: 'extra', no fitted_at
+
+
+def _without_retired(path: Path) -> Path:
+    """A copy of the fit ``path`` without the constants a later model retired (W.RETIRED)."""
+    from gemmperf.models.ws_pipelined import RETIRED
+
+    data = json.loads(path.read_text())
+    for entry in data["entries"]:
+        for key in ("extra", "constants", "uncertainty"):
+            for name in RETIRED:
+                (entry.get(key) or {}).pop(name, None)
+    out = Path(tempfile.mkdtemp(prefix="gemmperf-fit-")) / path.name
+    out.write_text(json.dumps(data, indent=1))
+    return out
+
+
+FITTED = _without_retired(REFERENCE_FIT)
 
 
 @pytest.fixture(autouse=True)
@@ -179,6 +197,12 @@ def test_bad_parameter_files_are_errors_not_defaults(capsys, tmp_path):
         broken = text.replace(field + text.split(field)[1].split(",")[0], field + bad, 1)
         refused(capsys, "predict", "--gpu", GPU, "--shape", "64x64x64", "--params", _params(tmp_path, broken),
                 match="t_init_us.*finite")
+
+
+def test_a_fit_of_an_earlier_model_is_refused_with_its_retired_constants(capsys):
+    refused(capsys, "predict", "--gpu", GPU, "--shape", "4096x4096x4096", "--params", REFERENCE_FIT,
+            match=r"params_fitted.json: \S+ \S+: fitted by an earlier model \(constant\(s\) scalar_l2_bytes_per_us, "
+                  r"scalar_store_factor retired: .*\); fit it again \(gemmperf fit\)")
 
 
 def test_another_gpus_fit_is_refused_unless_asked(capsys):

@@ -71,13 +71,13 @@ def test_pipelining_off_serializes_fill_and_latency():
     assert (np.diff(t) <= 1e-12).all()
 
 
-def test_padding_waste_and_scalar_epilogue():
+def test_padding_waste_and_a_16_byte_epilogue_at_every_n():
     df = rows(m=[4097, 4096], n=[4096, 4100], k=[4096, 4096])
     out = W.predict(df, PS)
     assert out["padding_waste"][0] > 0 and (pred(df, padding=False) < pred(df)).all()
-    # N % 8 != 0: 2-byte stores cost more than the same N rounded to 8
-    t = pred(rows(m=[4096, 4096], n=[4100, 4104], k=[4096, 4096]))
-    assert t[0] > t[1] * 0.999
+    # C's rows are padded to 16 bytes, so N % 8 != 0 stores no slower than N rounded up to 8
+    epi = W.predict(rows(m=[4096, 4096], n=[4100, 4104], k=[4096, 4096]), PS)["epilogue_us"]
+    assert epi[0] == epi[1]
 
 
 def test_wave_panels_by_raster():
@@ -123,20 +123,17 @@ def test_row_alignment_costs_the_shared_l2_not_one_sms_tma_path():
     assert t(wave, costly) > 1.2 * t(wave, PS)
 
 
-def test_scalar_stores_are_bound_by_the_wave_as_well_as_the_sm():
-    # N % 8 != 0: 2-byte stores; the L2's partial-sector write rate is shared by the wave,
-    # so the epilogue of a tile grows with the CTAs storing at once (one wave each here)
-    def epi(m, n):
-        out = W.predict(rows(m=[m], n=[n], k=[4096], tile_m=[128], tile_n=[256], persistent=[True]), PS)
+def test_direct_epilogue_is_bound_by_the_wave_as_well_as_the_sm():
+    # a wave's C writes share the DRAM rate: with a slow DRAM a tile's epilogue grows with
+    # the CTAs storing at once (one wave each here)
+    slow = C.with_values(PS, "ws-hopper", "bf16", {"dram_eff_bytes_per_us": 2.0e5})
+
+    def epi(m):
+        out = W.predict(rows(m=[m], n=[2048], k=[4096], tile_m=[128], tile_n=[256], persistent=[True]), slow)
         assert out["waves"][0] == 1
         return out["epilogue_us"][0]
 
-    few, many = epi(4 * 128, 8 * 256 - 1), epi(16 * 128, 8 * 256 - 1)
-    assert many > 1.5 * few
-    # vectorized stores (N % 8 == 0) do not depend on the scalar rate
-    slow = C.with_values(PS, "ws-hopper", "bf16", {"scalar_l2_bytes_per_us": 1.0e3})
-    df = rows(m=[4096], n=[4096], k=[4096])
-    assert W.predict(df, slow)["predicted_us"][0] == W.predict(df, PS)["predicted_us"][0]
+    assert epi(16 * 128) > 1.5 * epi(4 * 128)
 
 
 def test_ring_latency_makes_deeper_rings_pay_on_load_bound_tiles():
@@ -275,11 +272,14 @@ def test_tma_store_epilogue_exposes_only_the_staging_writes():
     assert tma["epilogue_us"][0] < direct["epilogue_us"][0] and tma["predicted_us"][0] < direct["predicted_us"][0]
     off = W.predict(_big(epilogue="tma"), PS, tma_store=False)
     assert off["predicted_us"][0] == direct["predicted_us"][0]
-    # 2-byte stores (N % 8 != 0) slow the direct epilogue only
-    odd = dict(n=8191)
-    slow = W.predict(_big(**odd), PS)["epilogue_us"][0] - W.predict(_big(), PS)["epilogue_us"][0]
-    fast = W.predict(_big(epilogue="tma", **odd), PS)["epilogue_us"][0] - tma["epilogue_us"][0]
-    assert slow > 10 * abs(fast)
+    # its fixed cost is its own (tma_epilogue_us): it waits for no global store, so the
+    # direct epilogue's t_epilogue_us does not enter it
+    costly = C.with_values(PS, "ws-hopper", "bf16", {"t_epilogue_us": 20.0})
+    assert W.predict(_big(epilogue="tma"), costly)["predicted_us"][0] == tma["predicted_us"][0]
+    assert W.predict(_big(), costly)["predicted_us"][0] > direct["predicted_us"][0]
+    dear = C.with_values(PS, "ws-hopper", "bf16", {"tma_epilogue_us": 5.0})
+    assert W.predict(_big(epilogue="tma"), dear)["epilogue_us"][0] > tma["epilogue_us"][0]
+    assert W.predict(_big(), dear)["predicted_us"][0] == direct["predicted_us"][0]
 
 
 def test_pingpong_hides_epilogues_behind_the_other_warpgroups_main_loop():
@@ -288,6 +288,15 @@ def test_pingpong_hides_epilogues_behind_the_other_warpgroups_main_loop():
     assert pp["epilogue_us"][0] < coop["epilogue_us"][0] / 10
     assert W.predict(_big(tile_n=128, schedule="pingpong"), PS, pingpong_overlap=False)["predicted_us"][0] \
         == coop["predicted_us"][0]
+    # short K: each epilogue outlasts the other warpgroup's S*Tc; both warpgroups store at
+    # once, so each tile but the last exposes half of the excess
+    short = W.predict(_big(tile_n=128, k=128, schedule="pingpong"), PS)
+    waves = short["waves"][0]
+    e = W.predict(_big(tile_n=128, k=128), PS)["epilogue_us"][0] / waves  # a tile's E, waves averaged
+    s_tc = short["k_stages"][0] * short["stage_math_us"][0]
+    unhalved = (waves - 1) * (e - s_tc) + e
+    assert waves > 8 and e > 2 * s_tc
+    assert 0.4 * unhalved < short["epilogue_us"][0] < 0.6 * unhalved
     # one tile a CTA (not persistent): nothing to overlap
     np_pp = W.predict(_big(tile_n=128, schedule="pingpong", persistent=False, raster="row"), PS)
     np_coop = W.predict(_big(tile_n=128, persistent=False, raster="row"), PS)
@@ -306,6 +315,17 @@ def test_clusters_take_units_and_fit_the_gpcs():
     small_k = dict(k=1024)
     assert W.predict(_big(cluster_m=2, **small_k), slow_l2)["stage_load_us"][0] \
         < W.predict(_big(**small_k), slow_l2)["stage_load_us"][0]
+
+
+def test_a_cluster_runs_at_the_slowest_of_its_ctas_periods():
+    single, pair, quad = (W.predict(_big(cluster_m=cm, cluster_n=cn), PS) for cm, cn in ((1, 1), (2, 1), (2, 2)))
+    j = W.constants_for(PS, "ws-hopper", "bf16").cluster_jitter
+    off = W.predict(_big(cluster_m=2), PS, cluster_lockstep=False)
+    assert pair["stage_period_us"][0] == pytest.approx(off["stage_period_us"][0] * (1 + j * 0.5642))
+    assert W.predict(_big(), PS, cluster_lockstep=False)["predicted_us"][0] == single["predicted_us"][0]
+    off4 = W.predict(_big(cluster_m=2, cluster_n=2), PS, cluster_lockstep=False)
+    assert quad["stage_period_us"][0] == pytest.approx(off4["stage_period_us"][0] * (1 + j * 1.0294))
+    assert quad["predicted_us"][0] > off4["predicted_us"][0]
 
 
 def test_persistent_ctas_caps_the_wave_and_group_m_moves_the_l2_panels():

@@ -13,6 +13,10 @@ through read_configs as their files were). The residual correction's features gr
 issue 17 (the configuration's epilogue, schedule, cluster and K split), a change of
 behaviour on purpose: its reference file no longer loads, and the corrected model is
 left out here (tests/test_residual.py covers it); every analytical model still is.
+In issue 17's step 6 ws-pipelined stopped charging 2-byte epilogue stores where N % 8 !=
+0 (today's collector pads C's rows to 16 bytes, and the kernel stores 16 bytes at every
+N): ws-pipelined's rows of such N are left out; its other rows, every configuration the
+reference holds (direct epilogue, cooperative, no cluster), are still compared.
 """
 
 from __future__ import annotations
@@ -115,6 +119,11 @@ def _equal(ref: pl.Series, new: pl.Series) -> bool:
 def test_predictions_unchanged(reference, today, case):
     ref = reference.filter((pl.col("case") == case) & (pl.col("model") != "ws-pipelined+residual")).drop("case")
     new = today[case]
+    kept = ((pl.col("model") != "ws-pipelined") | (pl.col("n") % 8 == 0)).alias("kept")
+    assert ref.get_column("model").to_list() == new.get_column("model").to_list()
+    keep = ref.select(kept).get_column("kept")
+    assert 0 < (~keep).sum() < ref.height / 10
+    ref, new = ref.filter(keep), new.filter(keep)
     ref = ref.select([c for c in ref.columns if ref.get_column(c).null_count() < ref.height
                       and c not in ("correction", "corrected_us", "uncorrected_us")])
     assert new.height == ref.height

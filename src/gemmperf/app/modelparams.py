@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..hardware import GPU
-from ..models.ws_pipelined import CONSTANTS
+from ..models.ws_pipelined import CONSTANTS, RETIRED
 from ..params import PARAM_NAMES, ParamSet, file_gpu
 from .resolve import RESULTS, run_name
 
@@ -51,6 +51,10 @@ def resolve_params(gpu: GPU, params_path: str | None, overrides: list[str] | Non
                             "--params-any-gpu uses it anyway")
         pset = ParamSet.load(path, gpu)
         for (family, dtype), p in pset.entries.items():
+            retired = sorted(set(p.constants) & set(RETIRED))
+            if retired:
+                raise UserError(f"{path}: {family} {dtype}: fitted by an earlier model (constant(s) "
+                                f"{', '.join(retired)} retired: {RETIRED[retired[0]]}); fit it again (gemmperf fit)")
             unknown = sorted(set(p.constants) - set(CONSTANTS))
             if unknown:
                 raise UserError(f"{path}: {family} {dtype}: unknown constant(s) {', '.join(unknown)}")

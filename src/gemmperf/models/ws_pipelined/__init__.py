@@ -31,7 +31,7 @@ assumption so its contribution shows):
 - ``smem_limit``: shared-memory bandwidth bounds the consumer's stage time.
 - ``pipelining``: the K loop runs at the ring's max-plus cycle mean.
 - ``padding``: whole tiles are computed, but TMA moves only the bytes inside the
-  matrices; N % 8 != 0 makes the epilogue store 2 bytes at a time.
+  matrices (C's rows are padded to 16 bytes: the epilogue's stores stay 16-byte).
 - ``sm_load_cap``: one SM's TMA path moves whole boxes.
 - ``row_alignment``: rows whose pitch is off the 128-byte line cost extra L2 requests.
 - ``ring_latency``: a ring slot's round trip is longer than the load latency.
@@ -39,14 +39,18 @@ assumption so its contribution shows):
 - ``coalesced_reads``: CTAs close in launch order read a shared panel once.
 - ``consumer_warpgroups``: one consumer warpgroup (64-row tiles) leaves the tensor
   cores partly idle.
-- ``tma_store``: the TMA-store epilogue exposes only the staging writes to shared
-  memory; the stores drain behind the next tile (the last tile's at the end).
+- ``tma_store``: the TMA-store epilogue exposes its own fixed cost and the staging
+  writes to shared memory; the stores drain behind the next tile (the last tile's at
+  the end).
 - ``pingpong_overlap``: ping-pong consumers on a persistent grid hide a tile's epilogue
-  (beyond the other warpgroup's S*Tc) and the next fill.
+  (half of what it outlasts the other warpgroup's S*Tc: both may store at once) and
+  the next fill.
 - ``split_k_fixup``: split-K's reduction on each wave's critical path: the partial
   written, the arrival, the last arriver reading all Sk partials back from L2.
 - ``stream_k_fixup``: stream-K's tile boundaries inside a worker's range (segment ends,
   epilogues, exposed fills) and its partial tiles' fix-up.
+- ``cluster_lockstep``: the CTAs of a cluster share every multicast ring slot, so each
+  k-block takes the slowest of their periods.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and
@@ -86,7 +90,7 @@ How each effect was found and what it fixed: benchmarks/MODEL_ACCURACY.md.
 from __future__ import annotations
 
 from .compose import LIMITERS, Limiter, evaluate
-from .constants import CONSTANTS, FITTED, PipelinedConstants, constants_for, default_constants, ranges, rows_of
+from .constants import CONSTANTS, FITTED, RETIRED, PipelinedConstants, constants_for, default_constants, ranges, rows_of
 from .effects import line_factor
 from .geometry import reuse_distance, take, wave_hit_rate, wave_panels
 from .inputs import EFFECTS, INPUTS, Switches, grid_of
@@ -95,6 +99,6 @@ from .table import RASTER_CODES, finish, predict, prepare
 NAME = "ws-pipelined"
 
 __all__ = ["CONSTANTS", "EFFECTS", "FITTED", "INPUTS", "LIMITERS", "NAME", "RASTER_CODES", "Limiter",
-           "PipelinedConstants", "Switches", "constants_for", "default_constants", "evaluate", "finish",
+           "PipelinedConstants", "RETIRED", "Switches", "constants_for", "default_constants", "evaluate", "finish",
            "grid_of", "line_factor", "predict", "prepare", "ranges", "reuse_distance", "rows_of", "take", "wave_hit_rate",
            "wave_panels"]

@@ -41,18 +41,14 @@ def smem_time(x: Inputs):
     return smem_bytes / x.c.smem_bytes_per_us
 
 
-def epilogue(x: Inputs, a, scalar_stores):
-    """One tile's epilogue in a wave of a CTAs, the direct epilogue's stores from registers:
-        E(a) = t_epilogue_us + max(TM*TN*ob*f / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us,
-                                   [2-byte stores] a*TM*TN*ob / scalar_l2_bytes_per_us)
-    with f = scalar_store_factor for 2-byte stores (partial-sector L2 writes, whose request
-    rate the whole wave shares), else 1. The TMA-store epilogue (``effects.tma_store``)
-    replaces the stores by staging writes to shared memory."""
+def epilogue(x: Inputs, a):
+    """One tile's epilogue in a wave of a CTAs, the direct epilogue's 16-byte stores from
+    registers:
+        E(a) = t_epilogue_us + max(TM*TN*ob / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us).
+    The TMA-store epilogue (``effects.tma_store``) replaces the stores by staging writes to
+    shared memory."""
     out_tile = x.tile_m * x.tile_n * x.out_bytes
-    vec = np.where(scalar_stores, x.c.scalar_store_factor, 1.0)
-    t_store = np.maximum(out_tile * vec / x.c.store_bytes_per_us,
-                         np.where(scalar_stores, a * out_tile / x.c.scalar_l2_bytes_per_us, 0.0))
-    direct = x.t_epilogue_us + np.maximum(t_store, a * out_tile / x.c.dram_eff_bytes_per_us)
+    direct = x.t_epilogue_us + np.maximum(out_tile / x.c.store_bytes_per_us, a * out_tile / x.c.dram_eff_bytes_per_us)
     return E.tma_store(x, direct, out_tile)
 
 
@@ -91,7 +87,7 @@ def wave(x: Inputs, w: Span, h, t_c, pad: E.Padding) -> Wave:
     rest, period = E.pipelining(x, t_load, t_c, lat_oob)
     return Wave(a=a, a_out=a_out, t_load=t_load, l2_bound=l2_bound, lat_oob=lat_oob,
                 fill=x.load_latency_us + lat_oob + t_load, rest=rest, period=period,
-                epilogue=epilogue(x, a_out, pad.scalar_stores), fixup=E.split_k_fixup(x, a))
+                epilogue=epilogue(x, a_out), fixup=E.split_k_fixup(x, a))
 
 
 def full_wave_hit_rate(x: Inputs):

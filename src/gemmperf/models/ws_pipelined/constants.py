@@ -32,6 +32,11 @@ def k_shared(v: dict):
     return (v["split_k"] > 1) | (v["stream_k"] > 0)
 
 
+def clustered(v: dict):
+    """The rows whose CTAs run in clusters of more than one CTA (multicast)."""
+    return v["cluster_m"] * v["cluster_n"] > 1
+
+
 def per_clock(bytes_per_clock: float):
     """Default: a rate of ``bytes_per_clock`` at the SM clock (B/us)."""
     return lambda gpu: bytes_per_clock * gpu.sm_clock_mhz
@@ -77,12 +82,15 @@ class PipelinedConstants:
         fixed(0.5), "us", "a ring slot's round trip beyond the microbenchmarks' load latency", 0.0, 5.0)
     oob_row_us: float = _const(
         fixed(1.5e-4), "us/row", "round-trip latency one zero-filled box row in flight adds to a wave", 0.0, 1e-2)
-    scalar_store_factor: float = _const(
-        fixed(4.0), "x", "slowdown of 2-byte epilogue stores against 16-byte ones, per SM", 1.0, 16.0)
-    scalar_l2_bytes_per_us: float = _const(
-        per_clock(128.0), "B/us", "whole-GPU rate of partial-sector (2-byte) L2 writes", 1e4, 1e7)
     oob_sat_rows: float = _const(
         fixed(3.0e4), "rows", "zero-filled rows in flight where their added latency levels off", 1e3, 1e6)
+    tma_epilogue_us: float = _const(
+        fixed(0.5), "us", "a TMA-store epilogue's fixed cost per tile: accumulators converted, the staging "
+        "buffer's fence and barrier, the bulk stores issued (no wait for global stores)", 0.0, 10.0,
+        rows=lambda v: v["epilogue"] == 1)
+    cluster_jitter: float = _const(
+        fixed(0.1), "share", "relative spread of one CTA's k-block period; a cluster's CTAs share every "
+        "multicast ring slot, so the cluster runs at the slowest of them", 0.0, 0.5, rows=clustered)
     coalesce_distance: float = _const(
         fixed(2.0), "CTAs", "launch-order distance over which simultaneous panel reads merge in L2", 0.1, 64.0)
     one_wg_math_share: float = _const(
@@ -109,6 +117,12 @@ class PipelinedConstants:
 
 
 CONSTANTS = tuple(f.name for f in dataclasses.fields(PipelinedConstants))
+# constants of earlier versions of the model, and why they went: a params.json that holds
+# one was fitted with a different model and has to be fitted again
+RETIRED = {
+    "scalar_store_factor": "2-byte epilogue stores; C's rows are padded to 16 bytes since 2026-11-23",
+    "scalar_l2_bytes_per_us": "2-byte epilogue stores; C's rows are padded to 16 bytes since 2026-11-23",
+}
 FITTED = tuple(f.name for f in dataclasses.fields(PipelinedConstants) if f.metadata["fit"])
 
 

@@ -69,18 +69,35 @@ def pipelining(x: Inputs, t_load, t_c, lat_oob):
 
     The steady period is the max-plus cycle mean of the ring
         Pk = max(Tc, x, (lat_ring + lat_oob + x + Tc) / B)
-    and the loop after the fill takes (S - 1)*Pk + Tc.
+    (times ``cluster_lockstep``'s factor) and the loop after the fill takes (S - 1)*Pk + Tc.
     Off: the whole K extent is one block (gemm-model): max(S*x, S*Tc) - x after the fill."""
     s = x.grid.k_blocks
     if not x.on.pipelining:
         return np.maximum(s * t_load, s * t_c) - t_load, np.maximum(t_load, t_c)
-    period = np.maximum(np.maximum(t_c, t_load), latency_term(x, t_load, t_c, lat_oob))
+    period = np.maximum(np.maximum(t_c, t_load), latency_term(x, t_load, t_c, lat_oob)) * cluster_lockstep(x)
     return (s - 1) * period + t_c, period
+
+
+# expected largest of n independent standard normal draws (n = cluster size)
+MAX_OF_NORMALS = {1: 0.0, 2: 0.5642, 4: 1.0294, 8: 1.4236, 16: 1.7660}
+
+
+def cluster_lockstep(x: Inputs):
+    """Factor on the steady period Pk: the CTAs of a cluster share every multicast ring
+    slot (a slot is refilled for all of them once each has released it), so a k-block
+    takes the slowest of their periods. With sigma = ``cluster_jitter`` the relative spread
+    of one CTA's period, the expected slowest of cs CTAs is
+        Pk * (1 + sigma * E[max of cs standard normals])    (E = 0, 0.56, 1.03 for cs = 1, 2, 4).
+    Off (or cs = 1): 1."""
+    if not x.on.cluster_lockstep:
+        return 1.0
+    cs = x.cluster_m * x.cluster_n
+    spread = np.select([cs == n for n in MAX_OF_NORMALS], list(MAX_OF_NORMALS.values()), MAX_OF_NORMALS[16])
+    return 1.0 + x.c.cluster_jitter * spread
 
 
 class Padding(NamedTuple):
     loaded: np.ndarray | float  # share of the requested box bytes TMA moves
-    scalar_stores: np.ndarray  # epilogue falls back to 2-byte stores (N % 8 != 0)
     work_scale: np.ndarray | float  # factor on fill and K loop
 
 
@@ -90,14 +107,14 @@ def padding(x: Inputs) -> Padding:
     The kernel computes whole tiles: wgmma and shared memory work on padded tiles
     (S = ceil(K/TK) and full-tile stage times), while TMA skips out-of-bounds bytes, so a
     CTA's requested bytes scale by the useful share
-        u_ab = (M/(tiles_m*TM)*TM + N/(tiles_n*TN)*TN) / (TM + TN) * K/(S*TK);
-    when N % 8 != 0 the epilogue falls back to 2-byte stores (compose.epilogue).
+        u_ab = (M/(tiles_m*TM)*TM + N/(tiles_n*TN)*TN) / (TM + TN) * K/(S*TK).
+    (C's rows are padded to 16 bytes, ``kernels.launch``, so the epilogue stores 16 bytes
+    a lane at every N: no 2-byte fallback to model.)
     Off: an idealized kernel that wastes nothing: fill and K loop scale by the useful
-    fraction u = M*N*K / (tiles_m*TM * tiles_n*TN * S*TK), bytes are not reduced and the
-    epilogue is always vectorized."""
+    fraction u = M*N*K / (tiles_m*TM * tiles_n*TN * S*TK) and bytes are not reduced."""
     if not x.on.padding:
-        return Padding(1.0, np.zeros(x.shape, dtype=bool), x.grid.useful)
-    return Padding(x.grid.useful_ab, x.n % 8 != 0, 1.0)
+        return Padding(1.0, x.grid.useful)
+    return Padding(x.grid.useful_ab, 1.0)
 
 
 def sm_load_cap(x: Inputs, t_load, req):
@@ -210,13 +227,13 @@ def tma_store(x: Inputs, direct, out_tile):
     """The TMA-store epilogue: the consumers write the tile to a shared-memory staging
     buffer and hand it to the copy engine, which stores it while they go on with the next
     tile, so a tile's exposed epilogue is
-        E_tma = t_epilogue_us + TM*TN*ob / smem_bytes_per_us
-    (the staging writes); the stores drain behind the next tile (compose.store_drain adds
-    the last tile's). It also never falls back to 2-byte stores (whole 16-byte chunks into
-    C's padded rows). Off, or with the direct epilogue: ``direct`` (compose.epilogue)."""
+        E_tma = tma_epilogue_us + TM*TN*ob / smem_bytes_per_us
+    (its own fixed cost, which waits for no global store, and the staging writes); the
+    stores drain behind the next tile (compose.store_drain adds the last tile's).
+    Off, or with the direct epilogue: ``direct`` (compose.epilogue)."""
     if not x.on.tma_store:
         return direct
-    staged = x.t_epilogue_us + out_tile / x.c.smem_bytes_per_us
+    staged = x.c.tma_epilogue_us + out_tile / x.c.smem_bytes_per_us
     return np.where(x.epilogue == 1, staged, direct)
 
 
@@ -229,15 +246,16 @@ def pingpong_overlap(x: Inputs, e_full, e_final, t_c):
     """Ping-pong consumers on a persistent grid: the two consumer warpgroups take turns
     with whole tiles, so a tile's epilogue runs while the other warpgroup's main loop of
     the next tile keeps the tensor cores busy (at least S*Tc), and the producer fills the
-    next tile's ring meanwhile. Of a CTA's n tiles (W waves), all but the last hide
-        exposed epilogue = (W - 1) * max(E - S*Tc, 0) + E_last,   later fills = 0.
+    next tile's ring meanwhile; both warpgroups may be in their epilogues at once, so two
+    tiles take max(2*S*Tc, S*Tc + E). Of a CTA's n tiles (W waves), all but the last hide
+        exposed epilogue = (W - 1) * max(E - S*Tc, 0) / 2 + E_last,   later fills = 0.
     (S*Tc and not the pipelined loop: the hiding is bounded by the math, which keeps the
     ring depth out of it.) Non-persistent ping-pong runs one tile a CTA: nothing to
     overlap. Off, or cooperative: None (compose keeps the cooperative terms)."""
     if not x.on.pingpong_overlap:
         return None
     on = (x.schedule == 1) & x.persistent
-    hidden = np.maximum(e_full - x.grid.k_blocks * t_c, 0.0)
+    hidden = 0.5 * np.maximum(e_full - x.grid.k_blocks * t_c, 0.0)
     return Overlap(on=on, epilogue=np.maximum(x.grid.n_waves - 1, 0) * hidden + e_final)
 
 

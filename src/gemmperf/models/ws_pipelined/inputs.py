@@ -32,6 +32,7 @@ class Switches:
     pingpong_overlap: bool = True
     split_k_fixup: bool = True
     stream_k_fixup: bool = True
+    cluster_lockstep: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
