@@ -487,7 +487,9 @@ def test_tilings_unchanged_squares_dsv3(tmp_path):
     """The workflow's tilings (ws-pipelined, searched space "auto") of squares and dsv3, with
     the microbench and the fitted parameters and the measurements shipped then for the regret
     (tests/reference_rows.py), are those of tests/data/optimize/tilings_ws_pipelined.csv
-    (written before issue 13's renovation), byte for byte apart from the solve times."""
+    (written before issue 13's renovation), byte for byte apart from the solve times, except
+    where N % 8 != 0: since issue 17's step 6 ws-pipelined charges no 2-byte epilogue stores
+    (C's rows are padded), so there the pick is predicted no slower than it was."""
     ref = ROOT / "tests" / "data" / "optimize" / "tilings_ws_pipelined.csv"
     h100_meas = write_reference_rows(tmp_path, ["squares", "dsv3"])
     parts = []
@@ -505,7 +507,18 @@ def test_tilings_unchanged_squares_dsv3(tmp_path):
     defaults = KernelConfig().as_dict()
     for c in later:
         assert got.get_column(c).drop_nulls().unique().to_list() == [defaults[c.removeprefix("best_")]], c
-    assert got.drop(later).write_csv() == ref.read_text()
+    new_lines, ref_lines = got.drop(later).write_csv().splitlines(), ref.read_text().splitlines()
+    assert new_lines[0] == ref_lines[0] and len(new_lines) == len(ref_lines)
+    col = ref_lines[0].split(",")
+    n_at, t_at = col.index("n"), col.index("predicted_us")
+    odd = 0
+    for new, old in zip(new_lines[1:], ref_lines[1:]):
+        if int(old.split(",")[n_at]) % 8 == 0:
+            assert new == old
+        else:
+            odd += 1
+            assert float(new.split(",")[t_at]) <= float(old.split(",")[t_at]) * (1 + 1e-12), (new, old)
+    assert 0 < odd < (len(ref_lines) - 1) / 2
 
 
 def test_the_enlarged_space_and_pins_of_its_new_dimensions(pset):
