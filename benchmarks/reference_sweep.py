@@ -47,12 +47,17 @@ PLAN = [
 ]
 
 
+def _rows(path: Path) -> list[dict]:
+    """The rows of a journal or table; none if absent."""
+    if not path.is_file():
+        return []
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
 def rows_ok(path: Path) -> tuple[int, int]:
     """(rows, rows with status ok) of a journal or table; (0, 0) if absent."""
-    if not path.is_file():
-        return 0, 0
-    with path.open(newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = _rows(path)
     return len(rows), sum(r.get("status") == "ok" for r in rows)
 
 
@@ -83,6 +88,11 @@ def main(argv=None) -> int:
         if left < 60 and not args.plan:
             table.append((name, dtype, families, count, "?", *rows_ok(journal)))
             continue
+        others = {r.get("gpu") for r in _rows(journal)} - {gpu.slug, None}
+        if others and not args.plan:
+            print(f"reference_sweep: {journal} holds rows measured on {', '.join(sorted(others))}, "
+                  f"and this GPU is {gpu.slug}: give --journals a folder of {gpu.slug}'s journals", file=sys.stderr)
+            return 2
         total = len(tasks_for(read_testlist(testlist, dtype), gpu, families.split(","), dtype, "sample", (count, SAMPLE_SEED)))
         print(f"[{time.monotonic() - start:5.0f} s] {name} {dtype}: {total} tasks, {rows_ok(journal)[0]} in the journal",
               flush=True)

@@ -96,3 +96,22 @@ def test_plan_runs_without_a_gpu_as_a_script(sweep):
     total = shapes * count  # ws-hopper only: count configurations a shape
     assert f"squares fp8: {total} tasks" in run.stdout
     assert re.search(rf"^squares +fp8 +{count} +{total} ", run.stdout, re.M)
+
+
+def test_a_journal_of_another_gpu_is_refused(sweep, monkeypatch, tmp_path, capsys):
+    """--journals pointing at another GPU's journals: one line, status 2, nothing
+    measured (the collector would measure every task again under this GPU and mix two
+    GPUs in one journal)."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("a journal of another GPU must not start a collect")
+
+    monkeypatch.setattr(hardware, "probe", lambda: hardware.get_gpu(GPU))
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    journal = tmp_path / "fp8" / "decode.journal.csv"
+    journal.parent.mkdir()
+    text = "m,n,k,status,gpu\n1,2,3,ok,h200-sxm-141gb\n"
+    journal.write_text(text)
+    assert sweep.main(["--only", "decode", "--dtypes", "fp8", "--journals", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(journal) in err[0] and "h200-sxm-141gb" in err[0] and GPU in err[0]
+    assert journal.read_text() == text
