@@ -1,0 +1,98 @@
+"""How much of ws-pipelined's error its own terms can explain: the model's ceiling.
+
+1. The fitted model in sample: ws-pipelined's constants fitted on every development row
+   (ws-hopper, the shipped lists), its MAPE on those same rows. Against the
+   leave-one-testlist-out figure it separates over-fitting from the model's form.
+2. A gradient-boosted tree on log(predicted / measured) from the model's own breakdown and
+   the configuration (``FEATURES``), scored leave-one-testlist-out: what a flexible
+   correction on these terms could still recover. With ``--drop``, the same without each
+   feature in turn (what each is worth).
+
+    python benchmarks/model_ceiling.py [--gpu h100-sxm5-80gb] [--dtype bf16] [--drop]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def features(pl):
+    """name -> polars expression over W.predict's output (configuration and breakdown)."""
+    c = pl.col
+    return {
+        "log m": c("m").log(), "log n": c("n").log(), "log k": c("k").log(),
+        "tile_m": c("tile_m"), "tile_n": c("tile_n"), "stages": c("stages"),
+        "cluster_m": c("cluster_m"), "cluster_n": c("cluster_n"),
+        "persistent": c("persistent").cast(pl.Int8), "pingpong": (c("schedule") == "pingpong").cast(pl.Int8),
+        "tma store": (c("epilogue") == "tma").cast(pl.Int8), "split_k": c("split_k"),
+        "stream_k": c("stream_k").cast(pl.Int8), "raster": c("raster").rank("dense"),
+        "limiter": c("limiter").rank("dense"), "log k-blocks": c("k_stages").log(), "waves": c("waves"),
+        "log tiles": c("tiles").log(), "fill share": c("fill_us") / c("predicted_us"),
+        "epilogue share": c("epilogue_us") / c("predicted_us"), "main loop share": c("mainloop_us") / c("predicted_us"),
+        "log load/math": (c("stage_load_us") / c("stage_math_us")).log(),
+        "log period/math": (c("stage_period_us") / c("stage_math_us")).log(),
+        "hit rate": c("l2_hit_rate_est"), "padding": c("padding_waste"), "last wave SMs": c("last_wave_sms"),
+        "registers": c("registers"), "smem bytes": c("smem_bytes"),
+    }
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--gpu", default="h100-sxm5-80gb")
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--drop", action="store_true", help="also score without each feature in turn")
+    args = p.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "src"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import numpy as np
+    import polars as pl
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from sklearn.model_selection import GroupKFold, cross_val_predict
+
+    from accuracy_protocol import SEALED, measurement_files
+    from gemmperf import tables
+    from gemmperf.fit import protocol as P
+    from gemmperf.fit.accuracy import fit_all, metrics
+    from gemmperf.fit.microbench import fit_paramset
+    from gemmperf.hardware import load_gpu
+    from gemmperf.models import ws_pipelined as W
+
+    shipped = ROOT / "results" / args.gpu / "shipped"
+    pset = fit_paramset(load_gpu(shipped / "hardware.json"), str(shipped / "microbench.csv"), ["ws-hopper"],
+                        args.dtype)
+    files = measurement_files(args.gpu, args.dtype)
+    files.pop(SEALED, None)  # never read here
+    dev = P.development({name: tables.read_measurements(path) for name, path in files.items()})
+    fitted, _, _ = fit_all(dev, pset, residual=False)
+    pred = W.predict(dev, fitted).with_columns(dev.get_column("testlist"))
+    m = metrics(pred, pred="predicted_us")
+    print(f"in sample ({dev.height} rows, {m['shapes']} shapes): MAPE {m['mape_pct']:.2f}%, "
+          f"p95 {m['p95_ape_pct']:.1f}%, Spearman {m['spearman_mean']:.3f}, regret {m['regret_mean_pct']:.2f}%")
+    feats = features(pl)
+    names = list(feats)
+    x = pred.select(**feats).to_numpy().astype(float)
+    y = np.log(pred.get_column("predicted_us").to_numpy() / pred.get_column("time_us").to_numpy())
+    groups = pred.get_column("testlist").to_numpy()
+
+    def loto_mape(cols: list[str]) -> float:
+        idx = [names.index(c) for c in cols]
+        est = HistGradientBoostingRegressor(max_iter=200, learning_rate=0.05, random_state=0)
+        fit = cross_val_predict(est, x[:, idx], y, groups=groups, cv=GroupKFold(len(set(groups))))
+        return float(np.mean(np.abs(np.exp(fit - y) - 1.0)) * 100.0)
+
+    every = loto_mape(names)
+    print(f"gradient-boosted correction on {len(names)} features, leave-one-testlist-out: MAPE {every:.2f}%")
+    if args.drop:
+        print(f"{'without':<18} {'MAPE %':>7} {'worth':>6}")
+        for name in names:
+            without = loto_mape([n for n in names if n != name])
+            print(f"{name:<18} {without:7.2f} {without - every:6.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
