@@ -90,7 +90,8 @@ How each effect was found and what it fixed: benchmarks/MODEL_ACCURACY.md.
 from __future__ import annotations
 
 from .compose import LIMITERS, Limiter, evaluate
-from .constants import CONSTANTS, FITTED, RETIRED, PipelinedConstants, constants_for, default_constants, ranges, rows_of
+from .constants import (CONSTANTS, FITTED, RETIRED, PipelinedConstants, constants_for, default_constants, ranges,
+                        rates, rows_of)
 from .effects import line_factor
 from .geometry import reuse_distance, take, wave_hit_rate, wave_panels
 from .inputs import EFFECTS, INPUTS, Switches, grid_of
@@ -100,5 +101,5 @@ NAME = "ws-pipelined"
 
 __all__ = ["CONSTANTS", "EFFECTS", "FITTED", "INPUTS", "LIMITERS", "NAME", "RASTER_CODES", "Limiter",
            "PipelinedConstants", "RETIRED", "Switches", "constants_for", "default_constants", "evaluate", "finish",
-           "grid_of", "line_factor", "predict", "prepare", "ranges", "reuse_distance", "rows_of", "take", "wave_hit_rate",
-           "wave_panels"]
+           "grid_of", "line_factor", "predict", "prepare", "ranges", "rates", "reuse_distance", "rows_of", "take",
+           "wave_hit_rate", "wave_panels"]

@@ -19,12 +19,15 @@ from ...hardware import GPU
 from ...params import ParamSet
 
 
-def _const(default, unit: str, meaning: str, lo: float, hi: float, fit: bool = True, rows=None):
+def _const(default, unit: str, meaning: str, lo: float, hi: float, fit: bool = True, rows=None,
+           rate: str | None = None):
     """A constant's field: ``default(gpu)`` gives its descriptor default; ``rows(arrays)``
     the rows of evaluate()'s named input arrays whose prediction it enters (None: all),
-    so that a fit on rows none of which it enters leaves it at its value."""
+    so that a fit on rows none of which it enters leaves it at its value; ``rate`` the
+    microbenchmarked copy rate ("dram", "l2") it scales with from one GPU to another
+    (fit.transfer; None: its default's ratio)."""
     return field(metadata={"default": default, "unit": unit, "meaning": meaning, "range": (lo, hi), "fit": fit,
-                           "rows": rows})
+                           "rows": rows, "rate": rate})
 
 
 def k_shared(v: dict):
@@ -57,9 +60,10 @@ class PipelinedConstants:
     """Constants of ws-pipelined; a field may hold a float or a numpy array (one per row)."""
 
     dram_eff_bytes_per_us: float = _const(
-        of_dram(0.9), "B/us", "achievable whole-GPU DRAM rate, shared by the CTAs of a wave", 5e5, 2e7)
+        of_dram(0.9), "B/us", "achievable whole-GPU DRAM rate, shared by the CTAs of a wave", 5e5, 2e7,
+        rate="dram")
     l2_bytes_per_us: float = _const(
-        of_dram(2.0), "B/us", "whole-GPU rate at which the L2 serves load requests", 1e6, 5e7)
+        of_dram(2.0), "B/us", "whole-GPU rate at which the L2 serves load requests", 1e6, 5e7, rate="l2")
     smem_bytes_per_us: float = _const(
         per_clock(128.0), "B/us", "one SM's shared-memory rate (32 banks x 4 B per clock)", 3e4, 1e6)
     store_bytes_per_us: float = _const(
@@ -131,6 +135,11 @@ def rows_of(name: str, arrays: dict):
     input ``arrays`` (its ``rows`` predicate; True for a constant every row uses)."""
     rows = next(f for f in dataclasses.fields(PipelinedConstants) if f.name == name).metadata["rows"]
     return rows is None or bool(np.any(rows(arrays)))
+
+
+def rates() -> dict[str, str | None]:
+    """The microbenchmarked copy rate each constant scales with across GPUs, by name."""
+    return {f.name: f.metadata["rate"] for f in dataclasses.fields(PipelinedConstants)}
 
 
 def ranges() -> dict[str, tuple[float, float]]:

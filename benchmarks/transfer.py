@@ -1,0 +1,110 @@
+"""Issue 18's transfer: one GPU's fit carried to another with no GEMM measured on it.
+
+For each direction (source -> target), the target's measured ws-hopper rows (every
+development list; the sealed lists are not read) predicted by:
+
+- catalog defaults: the target's descriptor alone, nothing measured;
+- the target's microbenchmarks alone (no GEMM fit);
+- the source's fitted parameters as they are, on the target's descriptor;
+- transfer (``fit.transfer``): the source's fit expressed against its microbenchmarks and
+  descriptor, applied to the target's microbenchmarks and descriptor;
+- the source's measured time of the same configuration, reused;
+- for scale, the target's own fit, leave one testlist out (what measuring GEMMs on the
+  target buys).
+
+The source is fitted on all its development rows. Data: results/<gpu>/shipped/, or the
+lists of a sweep still under results/<gpu>/incoming/ (its hardware.json and
+<dtype>-microbench.csv there).
+
+    python benchmarks/transfer.py [--gpus h100-sxm5-80gb,h200-sxm-141gb] [--dtype bf16] [--jobs 2]
+
+Prints one table per direction (model x shape class) and the issue's targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGETS = {"mape_pct": 7.0, "regret_mean_pct": 1.5}  # issue 18, the transfer
+KEYS = ("m", "n", "k", "dtype", "family", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n",
+        "persistent", "raster", "epilogue", "schedule", "group_m", "persistent_ctas", "split_k", "stream_k")
+
+
+def gpu_files(slug: str, dtype: str) -> tuple[Path, Path]:
+    """(hardware.json, microbenchmarks) of a GPU: shipped, else a sweep's incoming/."""
+    shipped = ROOT / "results" / slug / "shipped"
+    if shipped.is_dir():
+        return shipped / "hardware.json", shipped / "microbench.csv"
+    incoming = ROOT / "results" / slug / "incoming"
+    return incoming / "hardware.json", incoming / f"{dtype}-microbench.csv"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--gpus", default="h100-sxm5-80gb,h200-sxm-141gb", help="two GPU slugs")
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--jobs", type=int, default=2)
+    args = p.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "src"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import polars as pl
+
+    from accuracy_protocol import SEALED, measurement_files, show
+    from gemmperf import tables
+    from gemmperf.fit import protocol as P
+    from gemmperf.fit.accuracy import fit_all
+    from gemmperf.fit.microbench import fit_paramset
+    from gemmperf.fit.transfer import copy_rates, transfer
+    from gemmperf.hardware import load_gpu
+    from gemmperf.models import ws_pipelined as W
+    from gemmperf.params import ParamSet
+
+    family = "ws-hopper"
+    side = {}
+    for slug in args.gpus.split(","):
+        hw, mb = gpu_files(slug, args.dtype)
+        gpu = load_gpu(hw)
+        files = measurement_files(slug, args.dtype)
+        files.pop(SEALED, None)  # never read here
+        dev = P.development({name: tables.read_measurements(path) for name, path in files.items()})
+        side[slug] = {"gpu": gpu, "base": fit_paramset(gpu, str(mb), [family], args.dtype), "dev": dev,
+                      "rates": copy_rates(tables.read_measurements(mb, required=tables.MICROBENCH_REQUIRED))}
+        side[slug]["fitted"] = fit_all(dev, side[slug]["base"], residual=False)[0]
+    slugs = list(side)
+    for source, target in ((slugs[0], slugs[1]), (slugs[1], slugs[0])):
+        s, t = side[source], side[target]
+        rows = t["dev"]
+        tr = transfer(s["fitted"], s["base"], t["base"], family, args.dtype, s["rates"], t["rates"])
+        models = {
+            "catalog defaults": ParamSet(gpu=t["gpu"]),
+            f"{target} microbenchmarks alone": t["base"],
+            f"{source} fitted parameters as they are": ParamSet(gpu=t["gpu"], entries=dict(s["fitted"].entries)),
+            f"transfer {source} -> {target}": tr,
+        }
+        preds = rows.with_columns([W.predict(rows, pset).get_column("predicted_us").alias(name)
+                                   for name, pset in models.items()])
+        reused = s["dev"].group_by(list(KEYS)).agg(pl.col("time_us").mean().alias(f"{source} measured, reused"))
+        preds = preds.join(reused, on=list(KEYS), how="left")
+        own = P.evaluate(rows, t["base"], "testlist", residual=False, jobs=args.jobs)
+        own = own.select(*KEYS, "testlist", pl.col("fitted_us").alias(f"{target} own fit, leave one testlist out"))
+        preds = preds.join(own, on=[*KEYS, "testlist"], how="left")
+        columns = {name: name for name in [*models, f"{source} measured, reused",
+                                          f"{target} own fit, leave one testlist out"]}
+        paired = preds.filter(pl.col(f"{source} measured, reused").is_not_null())
+        summary = P.summary(paired, columns=columns)
+        show(summary, f"{source} -> {target} ({args.dtype}, {paired.height} of {rows.height} {target} rows "
+                      f"paired with a {source} row)")
+        print(f"\ncopy rates (TB/s) {source}: " + ", ".join(f"{k} {v / 1e6:.3f}" for k, v in sorted(s["rates"].items()))
+              + f"; {target}: " + ", ".join(f"{k} {v / 1e6:.3f}" for k, v in sorted(t["rates"].items())))
+        done = summary.filter((pl.col("class") == "all") & (pl.col("model") == f"transfer {source} -> {target}"))
+        for name, limit in TARGETS.items():
+            value = done.get_column(name).item()
+            print(f"target: transfer {name} {value:.2f} <= {limit}: {'met' if value <= limit else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

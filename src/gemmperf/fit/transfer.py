@@ -1,0 +1,76 @@
+"""Transfer: one GPU's fitted ws-pipelined parameters carried to another GPU, with no
+GEMM measured on the other.
+
+The fit on the source GPU moved each value away from what its microbenchmarks or its
+descriptor said; the transfer keeps that factor and applies it to what the target GPU's
+microbenchmarks and descriptor say, each value by its unit:
+
+- ``t_init_us``, ``t_epilogue_us``, ``math_flops_per_us`` (``BY_MICROBENCH``): the fit's
+  factor on the source's microbenchmark value, times the target's microbenchmark value;
+- ``load_latency_us`` (``AS_IS``): carried as it is. The microbenchmarks' latency is the
+  intercept of an unloaded load sweep (0.09-0.14 us on the H100 and H200), the fit's is
+  the loaded TMA round trip (0.7-0.8 us on both): a ratio of the two means nothing;
+- ws-pipelined's constants: the fit's factor on the source's descriptor default, times the
+  target's default (per SM clock: the clock ratio; a fixed default: as it is). The DRAM
+  and L2 rates (``constants.rates``) scale with the ratio of the two GPUs' measured copy
+  rates (microbenchmark rows ``dram`` and ``l2``) where both have them, else with their
+  datasheet defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import polars as pl
+
+from ..errors import UserError
+from ..models import ws_pipelined as W
+from ..params import ParamSet
+
+BY_MICROBENCH = ("t_init_us", "t_epilogue_us", "math_flops_per_us")
+AS_IS = ("load_latency_us",)
+
+
+def copy_rates(microbench: pl.DataFrame | None) -> dict[str, float]:
+    """kind ("dram", "l2") -> the fastest measured copy rate (B/us, read + written) of the
+    microbenchmark rows of that kind; kinds without a valid row are absent."""
+    if microbench is None or "kind" not in microbench.columns:
+        return {}
+    rows = microbench.filter(pl.col("kind").is_in(["dram", "l2"]) & (pl.col("status") == "ok")
+                             & (pl.col("time_us") > 0))
+    return {kind: float(r.select((pl.col("bytes") / pl.col("time_us")).max()).item())
+            for (kind,), r in rows.group_by("kind")}
+
+
+def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet, family: str, dtype: str,
+             source_rates: dict[str, float] | None = None,
+             target_rates: dict[str, float] | None = None) -> ParamSet:
+    """``target_base`` (the target GPU's microbenchmark parameters) with ``family``/``dtype``'s
+    entry carrying ``fitted``'s fit (made over ``source_base``, the source GPU's
+    microbenchmark parameters) as the module docstring says; ``*_rates``: ``copy_rates``
+    of each GPU's microbenchmarks."""
+    key = (family, dtype)
+    if key not in fitted.entries:
+        raise UserError(f"transfer: no fitted {family}/{dtype} parameters for {fitted.gpu.slug}")
+    src, base, dst = fitted.get(family, dtype), source_base.get(family, dtype), target_base.get(family, dtype)
+    values = {name: getattr(dst, name) * _ratio(getattr(src, name), getattr(base, name)) for name in BY_MICROBENCH}
+    values.update({name: getattr(src, name) for name in AS_IS})
+    d_src = W.default_constants(fitted.gpu).as_dict()
+    d_dst = W.default_constants(target_base.gpu).as_dict()
+    source_rates, target_rates = source_rates or {}, target_rates or {}
+    scale = {}
+    for name, rate in W.rates().items():
+        if rate is not None and rate in source_rates and rate in target_rates:
+            scale[name] = target_rates[rate] / source_rates[rate]
+        else:
+            scale[name] = d_dst[name] / d_src[name] if d_src[name] > 0 else 1.0
+    constants = {name: value * scale.get(name, 1.0) for name, value in src.constants.items()}
+    entries = dict(target_base.entries)
+    entries[key] = dataclasses.replace(dst, **values, constants=constants, source="transferred",
+                                       quality={}, uncertainty={})
+    return ParamSet(gpu=target_base.gpu, entries=entries)
+
+
+def _ratio(value: float, base: float) -> float:
+    """The fit's factor on a microbenchmark value (1 where the microbenchmark gave 0)."""
+    return value / base if base > 0 else 1.0
