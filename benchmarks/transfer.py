@@ -77,7 +77,7 @@ def main(argv=None) -> int:
     for source, target in ((slugs[0], slugs[1]), (slugs[1], slugs[0])):
         s, t = side[source], side[target]
         rows = t["dev"]
-        tr = transfer(s["fitted"], s["base"], t["base"], family, args.dtype, s["rates"], t["rates"])
+        tr = transfer(s["fitted"], s["base"], t["base"], s["rates"], t["rates"])
         models = {
             "catalog defaults": ParamSet(gpu=t["gpu"]),
             f"{target} microbenchmarks alone": t["base"],

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
+from pathlib import Path
+
 import polars as pl
 import pytest
 
@@ -28,7 +33,7 @@ def _fitted(base: ParamSet, **changes) -> ParamSet:
 def test_onto_the_same_gpu_it_changes_nothing():
     base = _base(H100, t_init_us=1.0, t_epilogue_us=3.0)
     fitted = _fitted(base, t_init_us=1.2, t_epilogue_us=2.7, load_latency_us=0.8, math_flops_per_us=8e6)
-    out = transfer(fitted, base, base, FAM, DT).get(FAM, DT)
+    out = transfer(fitted, base, base).get(FAM, DT)
     want = fitted.get(FAM, DT)
     for name in ("t_init_us", "t_epilogue_us", "load_latency_us", "math_flops_per_us"):
         assert getattr(out, name) == pytest.approx(getattr(want, name))
@@ -46,7 +51,7 @@ def test_each_value_scales_by_its_unit():
     dst_base = _base(fast, t_init_us=0.5, t_epilogue_us=2.0)
     fitted = _fitted(src_base, t_init_us=1.2, t_epilogue_us=3.0, load_latency_us=0.8)
     src_c = fitted.get(FAM, DT).constants
-    out = transfer(fitted, src_base, dst_base, FAM, DT, {"dram": 3.0e6, "l2": 4.0e6}, {"dram": 4.5e6, "l2": 5.0e6})
+    out = transfer(fitted, src_base, dst_base, {"dram": 3.0e6, "l2": 4.0e6}, {"dram": 4.5e6, "l2": 5.0e6})
     p = out.get(FAM, DT)
     assert out.gpu is fast
     assert p.t_init_us == pytest.approx(0.5 * 1.2 / 1.0)
@@ -57,14 +62,13 @@ def test_each_value_scales_by_its_unit():
     assert p.constants["dram_eff_bytes_per_us"] == pytest.approx(1.5 * src_c["dram_eff_bytes_per_us"])
     assert p.constants["l2_bytes_per_us"] == pytest.approx(1.25 * src_c["l2_bytes_per_us"])
     # without measured copy rates, the datasheet's DRAM ratio
-    p = transfer(fitted, src_base, dst_base, FAM, DT).get(FAM, DT)
+    p = transfer(fitted, src_base, dst_base).get(FAM, DT)
     assert p.constants["l2_bytes_per_us"] == pytest.approx(1.5 * src_c["l2_bytes_per_us"])
 
 
 def test_nothing_fitted_is_one_line():
-    base = _base(H100)
-    with pytest.raises(UserError, match="no fitted ws-hopper/fp8"):
-        transfer(base, base, base, FAM, "fp8")
+    with pytest.raises(UserError, match="no fitted parameters of h100-sxm5-80gb"):
+        transfer(ParamSet(gpu=H100), _base(H100), _base(H100))
 
 
 def test_copy_rates_take_the_fastest_valid_row():
@@ -72,3 +76,64 @@ def test_copy_rates_take_the_fastest_valid_row():
                        "time_us": [800.0, 700.0, 6.0, 0.0, 1.0], "status": ["ok", "ok", "ok", "ok", "ok"]})
     assert copy_rates(mb) == {"dram": pytest.approx(2e9 / 700.0), "l2": pytest.approx(3e7 / 6.0)}
     assert copy_rates(None) == {}
+
+
+REPO = Path(__file__).resolve().parent.parent
+H200 = get_gpu("h200-sxm-141gb")
+
+
+def _cli_results(tmp_path: Path) -> ParamSet:
+    """results/ of a finished H100 run (a params.json of ws-hopper bf16, the shipped
+    microbenchmarks) and the H200's microbenchmarks, in ``tmp_path``; the fitted set."""
+    h100 = tmp_path / "results" / "h100-sxm5-80gb"
+    (h100 / "shipped").mkdir(parents=True)
+    shutil.copy(REPO / "results" / "h100-sxm5-80gb" / "shipped" / "microbench.csv", h100 / "shipped")
+    (tmp_path / "results" / "h200-sxm-141gb").mkdir()
+    shutil.copy(REPO / "results" / "h200-sxm-141gb" / "incoming" / "bf16-microbench.csv",
+                tmp_path / "results" / "h200-sxm-141gb" / "microbench.csv")
+    fitted = _fitted(_base(H100), t_init_us=1.2, t_epilogue_us=3.0, load_latency_us=0.8)
+    fitted.save(h100 / "params.json")
+    return fitted
+
+
+def test_predict_transfer_from_another_gpus_fit(tmp_path, monkeypatch, capsys):
+    """gemmperf predict --gpu h200 --transfer-from h100: the H100's params.json carried onto
+    the H200's microbenchmarks, the same prediction as fit.transfer's, said so."""
+    from gemmperf.app.cli import main
+    from gemmperf.fit.microbench import fit_paramset
+    from gemmperf.tables import MICROBENCH_REQUIRED, read_measurements
+
+    _cli_results(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["predict", "--gpu", "h200-sxm-141gb", "--transfer-from", "h100-sxm5-80gb",
+                 "--shape", "4096x4096x4096", "--json"]) == 0
+    out = capsys.readouterr().out
+    row, = json.loads(out)
+    files = [Path("results/h100-sxm5-80gb/shipped/microbench.csv"), Path("results/h200-sxm-141gb/microbench.csv")]
+    bases = [fit_paramset(g, str(f), [FAM], DT, log=lambda *_: None) for g, f in zip((H100, H200), files)]
+    rates = [copy_rates(read_measurements(f, required=MICROBENCH_REQUIRED)) for f in files]
+    fitted = ParamSet.load("results/h100-sxm5-80gb/params.json", H100)
+    want = transfer(fitted, *bases, *rates)
+    from gemmperf import configs
+    from gemmperf.problem import KernelConfig, Shape
+
+    rows = configs.cross([Shape(4096, 4096, 4096)], [KernelConfig(family=FAM, dtype=DT)])
+    assert row["predicted_us"] == pytest.approx(W.predict(rows, want).get_column("predicted_us")[0], rel=1e-9)
+    assert row["params_source"].startswith("transferred: the fit of h100-sxm5-80gb")
+    assert "h200-sxm-141gb's microbenchmarks" in row["params_source"] and "unverified" in row["params_source"]
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--transfer-from", "a100-sxm4-80gb"], r"--transfer-from a100-sxm4-80gb: no fitted parameters in "
+                                            r"results/a100-sxm4-80gb/params\.json"),
+    (["--transfer-from", "nonsense"], r"--transfer-from nonsense: unknown GPU 'nonsense'"),
+    (["--transfer-from", "h100-sxm5-80gb", "--corrected"], r"no residual correction is learned"),
+])
+def test_predict_transfer_from_refusals_are_one_line(tmp_path, monkeypatch, capsys, argv, match):
+    from gemmperf.app.cli import main
+
+    _cli_results(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["predict", "--gpu", "h200-sxm-141gb", "--shape", "256x256x256", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(match, err), err

@@ -134,17 +134,20 @@ def _when(pset: ParamSet) -> str:
 
 def params_source(pset: ParamSet, pairs=None, short: bool = False) -> str:
     """Where the parameters of ``pairs`` ((family, dtype); default all entries) came from:
-    'fitted on DATE from FILE', 'descriptor defaults (no results/<gpu>/params.json)', or both
-    named per family; ``--set`` overrides appended."""
+    'fitted on DATE from FILE', 'transferred: ...' (``fit.transfer``), 'descriptor defaults
+    (no results/<gpu>/params.json)', or several named per family; ``--set`` overrides appended."""
     pairs = sorted(set(pairs)) if pairs is not None else sorted(pset.entries)
     fitted = [p for p in pairs if p in pset.entries and pset.entries[p].source == "fitted"]
-    written = [p for p in pairs if p in pset.entries and p not in fitted]
+    moved = [p for p in pairs if p in pset.entries and pset.entries[p].source == "transferred"]
+    written = [p for p in pairs if p in pset.entries and p not in fitted and p not in moved]
     missing = [p for p in pairs if p not in pset.entries]
     names = lambda ps: ", ".join(f"{f} {d}" for f, d in ps)  # noqa: E731
     parts = []
     if fitted:
         parts.append(f"fitted on {_when(pset)} from {pset.origin}"
                      + (f" ({names(fitted)})" if written or missing else ""))
+    if moved:
+        parts.append(f"transferred: {pset.origin}" + (f" ({names(moved)})" if written or missing or fitted else ""))
     if written:
         parts.append(f"descriptor defaults written to {pset.origin} on {_when(pset)} ({names(written)})")
     if missing or not pairs:

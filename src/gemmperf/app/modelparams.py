@@ -6,10 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UserError
+from ..fit.microbench import fit_paramset
+from ..fit.transfer import copy_rates, transfer
 from ..hardware import GPU
 from ..models.ws_pipelined import CONSTANTS, RETIRED
 from ..params import PARAM_NAMES, ParamSet, file_gpu
-from .resolve import RESULTS, run_name
+from ..tables import MICROBENCH_REQUIRED, read_measurements
+from .resolve import RESULTS, resolve_gpu, run_name, shipped_data_dir
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, float]:
@@ -60,6 +63,47 @@ def resolve_params(gpu: GPU, params_path: str | None, overrides: list[str] | Non
                 raise UserError(f"{path}: {family} {dtype}: unknown constant(s) {', '.join(unknown)}")
     else:
         pset = ParamSet(gpu)
+    pset.overrides.update(parse_overrides(overrides))
+    return pset
+
+
+def microbench_file(slug: str, dtype: str = "bf16") -> Path | None:
+    """A GPU's microbenchmarks of ``dtype``: the shipped ones, else the workflow's own
+    measurement (results/<run>/microbench.csv); None if neither exists."""
+    for path in (shipped_data_dir(slug, dtype) / "microbench.csv", RESULTS / run_name(slug, dtype) / "microbench.csv"):
+        if path.is_file():
+            return path
+    return None
+
+
+def transferred_params(gpu: GPU, source: str, params_path: str | None, overrides: list[str] | None = None,
+                       dtype: str = "bf16") -> ParamSet:
+    """``gpu``'s parameters carried over from the fit of GPU ``source`` (``fit.transfer``):
+    its params.json (``--params``, else the workflow's of ``dtype``) expressed against its
+    microbenchmarks, applied to ``gpu``'s, where both GPUs have them (``microbench_file``);
+    else against both descriptors. No GEMM measured on ``gpu`` enters; ``--set`` on top."""
+    try:
+        src_gpu = resolve_gpu(source)
+    except UserError as err:
+        raise UserError(f"--transfer-from {source}: {err}") from None
+    fitted = resolve_params(src_gpu, params_path, dtype=dtype)
+    fitted.entries = {key: p for key, p in fitted.entries.items() if p.source == "fitted"}
+    if not fitted.entries:
+        where = params_path or default_params_path(src_gpu, dtype)
+        raise UserError(f"--transfer-from {source}: no fitted parameters in {where} (run the workflow on "
+                        f"{src_gpu.slug}'s data, or gemmperf fit, first)")
+    families = sorted({family for family, _ in fitted.entries})
+    files = {g.slug: microbench_file(g.slug, dtype) for g in (src_gpu, gpu)}
+    if all(files.values()):
+        bases = [fit_paramset(g, str(files[g.slug]), families, dtype, log=lambda *_: None) for g in (src_gpu, gpu)]
+        rates = [copy_rates(read_measurements(files[g.slug], required=MICROBENCH_REQUIRED)) for g in (src_gpu, gpu)]
+        onto = f"{gpu.slug}'s microbenchmarks ({files[gpu.slug]})"
+    else:
+        bases, rates = [ParamSet(src_gpu), ParamSet(gpu)], [{}, {}]
+        onto = f"{gpu.slug}'s descriptor (no microbenchmarks of {', '.join(s for s, f in files.items() if not f)})"
+    pset = transfer(fitted, bases[0], bases[1], rates[0], rates[1])
+    pset.origin = (f"the fit of {src_gpu.slug} ({fitted.origin}) carried onto {onto}; no GEMM measured on "
+                   f"{gpu.slug} (unverified)")
     pset.overrides.update(parse_overrides(overrides))
     return pset
 

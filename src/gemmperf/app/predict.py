@@ -24,7 +24,7 @@ from ..problem import (DEFAULT_GROUP_M, EPILOGUES, FAMILIES, RASTERS, SCHEDULES,
                        read_testlist)
 from . import answers
 from .explain import explain_row
-from .modelparams import add_gpu_flags, resolve_params
+from .modelparams import add_gpu_flags, resolve_params, transferred_params
 from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu, run_name
 
 SHOWN = ("model", "m", "n", "k", "tile_m", "tile_n", "stages", "predicted_us", "limiter", "what_if")
@@ -47,13 +47,18 @@ PREDICT_EPILOG = """examples:
   gemmperf predict --gpu h100-sxm5-80gb --shape 64x7168x2048 --epilogue tma --persistent --raster grouped \
       --stream-k
   gemmperf predict --gpu h100-sxm5-80gb --shape 4096x4096x4096 --dtype fp8 --explain
+  gemmperf predict --gpu h200-sxm-141gb --transfer-from h100-sxm5-80gb --shape 4096x4096x4096
 
 A configuration no kernel implements (tile, stages, shared memory, registers, dtype,
 architecture, clusters, a mode other than full) and a shape whose A, B and C do not fit
 in the GPU's memory are refused with the reason; --what-if predicts them anyway and
 flags each such row (column what_if). The parameters are results/<gpu>/params.json when
 it exists (written by gemmperf fit; results/<gpu>/<dtype>/params.json for a dtype other
-than bf16), else the GPU descriptor's defaults: the answer says which.
+than bf16), else the GPU descriptor's defaults: the answer says which. --transfer-from GPU
+predicts --gpu from GPU's fit instead, carried over by the units of each value onto --gpu's
+microbenchmarks (shipped, or the workflow's results/<gpu>/microbench.csv), or onto its
+descriptor where either GPU has none: no GEMM measured on --gpu enters (issue 18's transfer;
+benchmarks/transfer.py scores it).
 
 --split-k S shares each tile's K among S CTAs (ws-hopper: 2, 3, 4, 6, 8 or 16), --stream-k
 lets a persistent kernel's CTAs share the (tile, k-block) iterations evenly; both run the
@@ -201,7 +206,13 @@ def _what_if_note(out: pl.DataFrame) -> str | None:
 
 def cmd_predict(a) -> int:
     gpu = resolve_gpu(a.gpu)
-    pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu, a.dtype)
+    if a.transfer_from:
+        if a.correction or a.corrected:
+            raise UserError("--transfer-from: no residual correction is learned for a GPU without GEMM "
+                            "measurements; leave out --correction / --corrected")
+        pset = transferred_params(gpu, a.transfer_from, a.params, a.set, a.dtype)
+    else:
+        pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu, a.dtype)
     table, origin = _table(a, gpu)
     table = checked(table, origin, gpu, a.what_if)
     names = _model_names(a.model)
@@ -290,6 +301,10 @@ def add_parsers(sub) -> None:
                        epilog=PREDICT_EPILOG, formatter_class=fmt)
     add_config_flags(p, shape_required=False)
     add_gpu_flags(p)
+    p.add_argument("--transfer-from", metavar="GPU",
+                   help="predict --gpu from another GPU's fit (its params.json, or --params), carried over by "
+                   "the units of each value onto --gpu's microbenchmarks (else its descriptor): no GEMM "
+                   "measured on --gpu, e.g. --gpu h200-sxm-141gb --transfer-from h100-sxm5-80gb")
     p.add_argument("--model", default="ws-pipelined",
                    help=f"comma-separated models ({', '.join(MODELS)}) or all (default ws-pipelined), "
                    "e.g. --model sol,ws-pipelined")

@@ -107,17 +107,18 @@ def fit_family(mb: pl.DataFrame, gpu: GPU, family: str, dtype: str) -> Params:
     )
 
 
-def fit_paramset(gpu: GPU, microbench_csv: str, families: list[str], dtype: str) -> ParamSet:
-    """Fitted parameters for every family with microbenchmarks; defaults for the rest."""
+def fit_paramset(gpu: GPU, microbench_csv: str, families: list[str], dtype: str, log=print) -> ParamSet:
+    """Fitted parameters for every family with microbenchmarks; defaults for the rest
+    (``log``: where each family's line goes)."""
     mb = read_measurements(microbench_csv, required=MICROBENCH_REQUIRED)
     pset = default_paramset(gpu, families, dtype)
     for (family, fd) in list(pset.entries):
         if mb.filter((pl.col("family") == family) & (pl.col("dtype") == fd)).height:
             pset.entries[(family, fd)] = fit_family(mb, gpu, family, fd)
             p = pset.entries[(family, fd)]
-            print(f"fitted {family}/{fd} from microbenchmarks: t_init {p.t_init_us:.2f} us, t_epilogue "
+            log(f"fitted {family}/{fd} from microbenchmarks: t_init {p.t_init_us:.2f} us, t_epilogue "
                   f"{p.t_epilogue_us:.2f} us, load {p.load_bytes_per_us / 1e3:.1f} GB/s per SM, math "
                   f"{p.math_flops_per_us / 1e6:.2f} TFLOP/s per SM")
         else:
-            print(f"no microbenchmarks for {family}/{fd}: keeping descriptor defaults")
+            log(f"no microbenchmarks for {family}/{fd}: keeping descriptor defaults")
     return pset

@@ -42,19 +42,17 @@ def copy_rates(microbench: pl.DataFrame | None) -> dict[str, float]:
             for (kind,), r in rows.group_by("kind")}
 
 
-def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet, family: str, dtype: str,
+def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet,
              source_rates: dict[str, float] | None = None,
              target_rates: dict[str, float] | None = None) -> ParamSet:
-    """``target_base`` (the target GPU's microbenchmark parameters) with ``family``/``dtype``'s
-    entry carrying ``fitted``'s fit (made over ``source_base``, the source GPU's
-    microbenchmark parameters) as the module docstring says; ``*_rates``: ``copy_rates``
-    of each GPU's microbenchmarks."""
-    key = (family, dtype)
-    if key not in fitted.entries:
-        raise UserError(f"transfer: no fitted {family}/{dtype} parameters for {fitted.gpu.slug}")
-    src, base, dst = fitted.get(family, dtype), source_base.get(family, dtype), target_base.get(family, dtype)
-    values = {name: getattr(dst, name) * _ratio(getattr(src, name), getattr(base, name)) for name in BY_MICROBENCH}
-    values.update({name: getattr(src, name) for name in AS_IS})
+    """``target_base`` (the target GPU's microbenchmark parameters, or its descriptor
+    defaults) with every entry of ``fitted`` carried over as the module docstring says:
+    ``source_base`` is what the fit started from on the source GPU (its microbenchmark
+    parameters, or its descriptor defaults where the target has no microbenchmarks);
+    ``*_rates``: ``copy_rates`` of each GPU's microbenchmarks. The entries come out with
+    source "transferred"."""
+    if not fitted.entries:
+        raise UserError(f"transfer: no fitted parameters of {fitted.gpu.slug} to carry over")
     d_src = W.default_constants(fitted.gpu).as_dict()
     d_dst = W.default_constants(target_base.gpu).as_dict()
     source_rates, target_rates = source_rates or {}, target_rates or {}
@@ -64,10 +62,16 @@ def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet, fam
             scale[name] = target_rates[rate] / source_rates[rate]
         else:
             scale[name] = d_dst[name] / d_src[name] if d_src[name] > 0 else 1.0
-    constants = {name: value * scale.get(name, 1.0) for name, value in src.constants.items()}
     entries = dict(target_base.entries)
-    entries[key] = dataclasses.replace(dst, **values, constants=constants, source="transferred",
-                                       quality={}, uncertainty={})
+    for family, dtype in fitted.entries:
+        src, base = fitted.get(family, dtype), source_base.get(family, dtype)
+        dst = target_base.get(family, dtype)
+        values = {name: getattr(dst, name) * _ratio(getattr(src, name), getattr(base, name))
+                  for name in BY_MICROBENCH}
+        values.update({name: getattr(src, name) for name in AS_IS})
+        constants = {name: value * scale.get(name, 1.0) for name, value in src.constants.items()}
+        entries[(family, dtype)] = dataclasses.replace(dst, **values, constants=constants, source="transferred",
+                                                       quality={}, uncertainty={})
     return ParamSet(gpu=target_base.gpu, entries=entries)
 
 
