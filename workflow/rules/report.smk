@@ -1,6 +1,7 @@
 # Reports: seven linked offline HTML pages per run (results/{run}/report/: a GPU's bf16
 # run at results/<gpu>/report/, another dtype's at results/<gpu>/<dtype>/report/), PNGs
-# of the key charts, and results/index.html across runs. Every page and image is
+# of the key charts, and results/index.html across runs (with the runs side by side from
+# each report's measured.parquet and picks.parquet). Every page and image is
 # registered for `snakemake --report report.zip`, one category per run.
 
 
@@ -42,6 +43,8 @@ rule report:
             for name in REPORT_IMAGES
         ],
         summary="results/{run}/report/summary.json",
+        measured="results/{run}/report/measured.parquet",
+        picks="results/{run}/report/picks.parquet",
     input:
         hardware=run_hardware,
         params="results/{run}/params.json",
@@ -91,6 +94,8 @@ rule index:
         report("results/index.html", caption="../report/index.rst", category="All GPUs"),
     input:
         summaries=expand("results/{run}/report/summary.json", run=RUNS),
+        measured=expand("results/{run}/report/measured.parquet", run=RUNS),
+        picks=expand("results/{run}/report/picks.parquet", run=RUNS),
     params:
         gpus=",".join(RUNS),
         code=code_version("index"),
@@ -99,5 +104,5 @@ rule index:
     shell:
         logged(
             "gemmperf index --gpus {params.gpus:q} --summaries {input.summaries:q}"
-            " --out {output:q}"
+            " --measured {input.measured:q} --picks {input.picks:q} --out {output:q}"
         )

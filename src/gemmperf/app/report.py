@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..report.basic import write_index
+from ..report.compare import best_tilings, measured_configs, picks_of, time_ratios
 from ..report.data import load
 from ..report.pages import write_gpu_report
 from .modelparams import add_set_flag, parse_overrides
@@ -39,21 +40,43 @@ def cmd_report(a) -> int:
     data.pset.overrides.update(parse_overrides(a.set))
     for path in write_gpu_report(data, Path(a.out_dir), Path(a.images_dir) if a.images_dir else None):
         print("wrote", path, file=sys.stderr)
+    # what the cross-GPU index compares: the measured configurations and the picks
+    measured_configs(list((data.measurements or {}).values())).write_parquet(Path(a.out_dir) / "measured.parquet")
+    picks_of(list(data.tilings.values())).write_parquet(Path(a.out_dir) / "picks.parquet")
     return 0
+
+
+def _parquet(path: str):
+    import polars as pl
+
+    try:
+        return pl.read_parquet(path)
+    except (OSError, pl.exceptions.PolarsError) as err:
+        raise UserError(f"{path}: cannot read ({str(err).splitlines()[0]})") from None
 
 
 def cmd_index(a) -> int:
     gpus = [g for g in a.gpus.split(",") if g]
     if len(gpus) != len(a.summaries):
         raise UserError(f"index: {len(a.summaries)} summaries for {len(gpus)} GPUs")
-    write_index(Path(a.out), dict(zip(gpus, a.summaries)))
+    compare = None
+    if a.measured or a.picks:
+        if not (len(a.measured) == len(a.picks) == len(gpus)):
+            raise UserError(f"index: {len(a.measured)} --measured and {len(a.picks)} --picks files for "
+                            f"{len(gpus)} GPUs")
+        measured = {g: _parquet(p) for g, p in zip(gpus, a.measured)}
+        picks = {g: _parquet(p) for g, p in zip(gpus, a.picks)}
+        compare = (time_ratios(measured), best_tilings(picks))
+    write_index(Path(a.out), dict(zip(gpus, a.summaries)), compare)
     print(f"wrote {a.out}", file=sys.stderr)
     return 0
 
 
 REPORT_HELP = """One GPU's report: seven linked HTML pages that open offline (overview, predicted vs
 measured, where the errors are, roofline, timeline, tilings, kernels), PNGs of the key
-charts and summary.json for `gemmperf index`. The overview leads with where the data came
+charts, and for `gemmperf index` summary.json, measured.parquet (the configurations
+measured ok, median time) and picks.parquet (the optimizer's pick and the measured best
+per shape). The overview leads with where the data came
 from, the best model's accuracy out of sample and its predicted-against-measured chart.
 The workflow's rule `report` calls it with every file of one GPU; by hand, the files the
 workflow wrote under results/<gpu>/ (one --predictions and --tilings file per testlist,
@@ -69,7 +92,10 @@ REPORT_EXAMPLE = """example:
 
 INDEX_HELP = """results/index.html: one table row per GPU (where its data came from, measured
 configurations, best model held out and cross-validated) and links to every page of each
-GPU's report, from the summary.json each `gemmperf report` writes."""
+GPU's report, from the summary.json each `gemmperf report` writes. With --measured and
+--picks (also written by `gemmperf report`), the GPUs side by side: the measured time of
+the same configurations against the first GPU's, per shape class, and each GPU's best
+tiling per shape."""
 
 INDEX_EXAMPLE = """example:
   gemmperf index --gpus h100-sxm5-80gb,b200 \\
@@ -116,4 +142,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--out", required=True, help="index.html to write")
     p.add_argument("--gpus", required=True, help="comma-separated GPU slugs, in the order of the summaries")
     p.add_argument("--summaries", nargs="+", required=True, help="summary.json per GPU (gemmperf report)")
+    p.add_argument("--measured", nargs="*", default=[],
+                   help="measured.parquet per GPU (gemmperf report writes it beside the pages): the GPUs side by "
+                   "side, measured time of the same configurations against the first GPU's")
+    p.add_argument("--picks", nargs="*", default=[],
+                   help="picks.parquet per GPU (gemmperf report writes it): each GPU's best tiling per shape")
     p.set_defaults(func=cmd_index)
