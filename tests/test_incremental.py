@@ -41,8 +41,8 @@ LISTS = {  # testlist -> (source testlist, shapes)
 JOB_LINE = re.compile(r"^\s*(\w+)\s+(\d+)\s*$")
 
 
-def _rows(testlist: str, shapes) -> tuple[list[str], list[dict], list[tuple]]:
-    with (SHIPPED / "measurements" / f"{testlist}.csv").open(newline="") as fh:
+def _rows(testlist: str, shapes, folder: Path = SHIPPED) -> tuple[list[str], list[dict], list[tuple]]:
+    with (folder / "measurements" / f"{testlist}.csv").open(newline="") as fh:
         reader = csv.DictReader(fh)
         rows = list(reader)
     if shapes is None:
@@ -51,16 +51,18 @@ def _rows(testlist: str, shapes) -> tuple[list[str], list[dict], list[tuple]]:
     return reader.fieldnames, keep, shapes
 
 
-def write_shipped(results: Path, slug: str, hardware: dict | None = None) -> None:
-    """A small shipped folder: the H100's rows of the test shapes (optionally relabelled)."""
+def write_shipped(results: Path, slug: str, hardware: dict | None = None, source: Path = SHIPPED) -> None:
+    """A small shipped folder: the rows of the test shapes of the shipped folder ``source``
+    (the H100's by default, then optionally relabelled), its descriptor and microbenchmarks."""
     sd = results / slug / "shipped"
     (sd / "measurements").mkdir(parents=True)
-    hw = json.loads((SHIPPED / "hardware.json").read_text())
+    hw = json.loads((source / "hardware.json").read_text())
     hw.update(hardware or {}, slug=slug)
     (sd / "hardware.json").write_text(json.dumps(hw, indent=2))
-    shutil.copyfile(SHIPPED / "microbench.csv", sd / "microbench.csv")
-    for name, (source, shapes) in LISTS.items():
-        fields, rows, _ = _rows(source, shapes)
+    shutil.copyfile(source / "microbench.csv", sd / "microbench.csv")
+    for name, (testlist, shapes) in LISTS.items():
+        _, _, shapes = _rows(testlist, shapes)  # the test shapes are the H100 list's
+        fields, rows, _ = _rows(testlist, shapes, source)
         with (sd / "measurements" / f"{name}.csv").open("w", newline="") as fh:
             w = csv.DictWriter(fh, fields)
             w.writeheader()
@@ -261,6 +263,28 @@ def test_second_gpu_runs_only_its_own_chain(shipped_wf):
     for line in outputs:
         for path in line.split(", "):
             assert path.startswith("results/h200-sxm-141gb/") or path == "results/index.html", path
+
+
+def test_the_shipped_h200_reruns_only_its_chain_and_the_index(shipped_wf):
+    """The real H200 files (its rows of the test shapes, its descriptor and microbenchmarks,
+    results/h200-sxm-141gb/shipped/) added to a finished H100 run: only the H200's chain and
+    the index run, the H100's files stay as they were, and the index compares the two."""
+    h200 = "h200-sxm-141gb"
+    write_shipped(shipped_wf.root / "results", h200, source=REPO / "results" / h200 / "shipped")
+    jobs = shipped_wf.pending()
+    assert jobs["hardware"] == 1 and jobs["predict"] == len(LISTS) and jobs.get("index") == 1, jobs
+    h100 = shipped_wf.root / "results" / SLUG
+    before = {p: p.stat().st_mtime_ns for p in h100.rglob("*") if p.is_file()}
+    shipped_wf.run()
+    assert {p: p.stat().st_mtime_ns for p in h100.rglob("*") if p.is_file()} == before
+    assert shipped_wf.pending() == {}
+    page = (shipped_wf.root / "results" / "index.html").read_text()
+    assert "GPUs side by side" in page and h200 in page
+    ratio = re.search(rf"<td class=l>{h200}</td><td class=l>{SLUG}</td><td class=l>all</td>"
+                      r"<td>(\d+)</td><td>([0-9.]+)</td>", page)
+    assert ratio, page[page.index("GPUs side by side"):][:2000]
+    # the same configurations measured on both GPUs: the H200 ran them 0.8-1.1x the H100's time
+    assert int(ratio.group(1)) > 0 and 0.8 < float(ratio.group(2)) < 1.1
 
 
 def test_a_second_dtype_runs_only_its_own_chain_like_a_gpu_without_measurements(shipped_wf):
