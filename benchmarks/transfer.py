@@ -29,9 +29,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"mape_pct": 7.0, "regret_mean_pct": 1.5}  # issue 18, the transfer
-KEYS = ("m", "n", "k", "dtype", "family", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n",
-        "persistent", "raster", "epilogue", "schedule", "group_m", "persistent_ctas", "split_k", "stream_k")
-
 
 def gpu_files(slug: str, dtype: str) -> tuple[Path, Path]:
     """(hardware.json, microbenchmarks) of a GPU: shipped, else a sweep's incoming/."""
@@ -57,10 +54,8 @@ def main(argv=None) -> int:
     from gemmperf.fit import protocol as P
     from gemmperf.fit.accuracy import fit_all
     from gemmperf.fit.microbench import fit_paramset
-    from gemmperf.fit.transfer import copy_rates, transfer
+    from gemmperf.fit.transfer import KEYS, baselines, copy_rates, score, transfer
     from gemmperf.hardware import load_gpu
-    from gemmperf.models import ws_pipelined as W
-    from gemmperf.params import ParamSet
 
     family = "ws-hopper"
     side = {}
@@ -78,22 +73,14 @@ def main(argv=None) -> int:
         s, t = side[source], side[target]
         rows = t["dev"]
         tr = transfer(s["fitted"], s["base"], t["base"], s["rates"], t["rates"])
-        models = {
-            "catalog defaults": ParamSet(gpu=t["gpu"]),
-            f"{target} microbenchmarks alone": t["base"],
-            f"{source} fitted parameters as they are": ParamSet(gpu=t["gpu"], entries=dict(s["fitted"].entries)),
-            f"transfer {source} -> {target}": tr,
-        }
-        preds = rows.with_columns([W.predict(rows, pset).get_column("predicted_us").alias(name)
-                                   for name, pset in models.items()])
-        reused = s["dev"].group_by(list(KEYS)).agg(pl.col("time_us").mean().alias(f"{source} measured, reused"))
-        preds = preds.join(reused, on=list(KEYS), how="left")
+        models = baselines(s["fitted"], s["base"], t["base"], tr)
+        preds, _ = score(models, rows, s["dev"], source)
         own = P.evaluate(rows, t["base"], "testlist", residual=False, jobs=args.jobs)
         own = own.select(*KEYS, "testlist", pl.col("fitted_us").alias(f"{target} own fit, leave one testlist out"))
         preds = preds.join(own, on=[*KEYS, "testlist"], how="left")
         columns = {name: name for name in [*models, f"{source} measured, reused",
                                           f"{target} own fit, leave one testlist out"]}
-        paired = preds.filter(pl.col(f"{source} measured, reused").is_not_null())
+        paired = preds
         summary = P.summary(paired, columns=columns)
         show(summary, f"{source} -> {target} ({args.dtype}, {paired.height} of {rows.height} {target} rows "
                       f"paired with a {source} row)")

@@ -89,7 +89,7 @@ def _cli_results(tmp_path: Path) -> ParamSet:
     (h100 / "shipped").mkdir(parents=True)
     shutil.copy(REPO / "results" / "h100-sxm5-80gb" / "shipped" / "microbench.csv", h100 / "shipped")
     (tmp_path / "results" / "h200-sxm-141gb").mkdir()
-    shutil.copy(REPO / "results" / "h200-sxm-141gb" / "incoming" / "bf16-microbench.csv",
+    shutil.copy(REPO / "results" / "h200-sxm-141gb" / "shipped" / "microbench.csv",
                 tmp_path / "results" / "h200-sxm-141gb" / "microbench.csv")
     fitted = _fitted(_base(H100), t_init_us=1.2, t_epilogue_us=3.0, load_latency_us=0.8)
     fitted.save(h100 / "params.json")

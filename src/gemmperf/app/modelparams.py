@@ -86,26 +86,43 @@ def transferred_params(gpu: GPU, source: str, params_path: str | None, overrides
         src_gpu = resolve_gpu(source)
     except UserError as err:
         raise UserError(f"--transfer-from {source}: {err}") from None
-    fitted = resolve_params(src_gpu, params_path, dtype=dtype)
-    fitted.entries = {key: p for key, p in fitted.entries.items() if p.source == "fitted"}
-    if not fitted.entries:
-        where = params_path or default_params_path(src_gpu, dtype)
-        raise UserError(f"--transfer-from {source}: no fitted parameters in {where} (run the workflow on "
-                        f"{src_gpu.slug}'s data, or gemmperf fit, first)")
-    families = sorted({family for family, _ in fitted.entries})
+    fitted = fitted_of(src_gpu, params_path, dtype, f"--transfer-from {source}")
     files = {g.slug: microbench_file(g.slug, dtype) for g in (src_gpu, gpu)}
     if all(files.values()):
-        bases = [fit_paramset(g, str(files[g.slug]), families, dtype, log=lambda *_: None) for g in (src_gpu, gpu)]
-        rates = [copy_rates(read_measurements(files[g.slug], required=MICROBENCH_REQUIRED)) for g in (src_gpu, gpu)]
         onto = f"{gpu.slug}'s microbenchmarks ({files[gpu.slug]})"
     else:
-        bases, rates = [ParamSet(src_gpu), ParamSet(gpu)], [{}, {}]
         onto = f"{gpu.slug}'s descriptor (no microbenchmarks of {', '.join(s for s, f in files.items() if not f)})"
-    pset = transfer(fitted, bases[0], bases[1], rates[0], rates[1])
+        files = {}
+    pset, _, _ = carried(fitted, gpu, files.get(src_gpu.slug), files.get(gpu.slug), dtype)
     pset.origin = (f"the fit of {src_gpu.slug} ({fitted.origin}) carried onto {onto}; no GEMM measured on "
                    f"{gpu.slug} (unverified)")
     pset.overrides.update(parse_overrides(overrides))
     return pset
+
+
+def fitted_of(src_gpu: GPU, params_path: str | None, dtype: str, flag: str) -> ParamSet:
+    """The fitted entries of ``src_gpu``'s params.json (``params_path`` or the workflow's);
+    none is one line naming ``flag``."""
+    fitted = resolve_params(src_gpu, params_path, dtype=dtype)
+    fitted.entries = {key: p for key, p in fitted.entries.items() if p.source == "fitted"}
+    if not fitted.entries:
+        where = params_path or default_params_path(src_gpu, dtype)
+        raise UserError(f"{flag}: no fitted parameters in {where} (run the workflow on "
+                        f"{src_gpu.slug}'s data, or gemmperf fit, first)")
+    return fitted
+
+
+def carried(fitted: ParamSet, gpu: GPU, source_microbench, target_microbench, dtype: str):
+    """(the transfer onto ``gpu``, its (source, target) base parameters): against both GPUs'
+    microbenchmark files where both are given, else against both descriptors."""
+    families = sorted({family for family, _ in fitted.entries})
+    if source_microbench and target_microbench:
+        pairs = ((fitted.gpu, source_microbench), (gpu, target_microbench))
+        bases = [fit_paramset(g, str(f), families, dtype, log=lambda *_: None) for g, f in pairs]
+        rates = [copy_rates(read_measurements(f, required=MICROBENCH_REQUIRED)) for _, f in pairs]
+    else:
+        bases, rates = [ParamSet(fitted.gpu), ParamSet(gpu)], [{}, {}]
+    return transfer(fitted, bases[0], bases[1], rates[0], rates[1]), bases[0], bases[1]
 
 
 def add_gpu_flags(p) -> None:

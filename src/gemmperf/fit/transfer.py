@@ -26,6 +26,7 @@ import polars as pl
 from ..errors import UserError
 from ..models import ws_pipelined as W
 from ..params import ParamSet
+from . import protocol as P
 
 BY_MICROBENCH = ("t_init_us", "t_epilogue_us", "math_flops_per_us")
 AS_IS = ("load_latency_us",)
@@ -78,3 +79,37 @@ def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet,
 def _ratio(value: float, base: float) -> float:
     """The fit's factor on a microbenchmark value (1 where the microbenchmark gave 0)."""
     return value / base if base > 0 else 1.0
+
+
+KEYS = ("m", "n", "k", "dtype", "family", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n",
+        "persistent", "raster", "epilogue", "schedule", "group_m", "persistent_ctas", "split_k", "stream_k")
+
+
+def baselines(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet, transferred: ParamSet) -> dict:
+    """name -> ParamSet of the transfer and what it is compared with, on the target GPU:
+    its descriptor alone, its microbenchmarks alone, the source's fit as it is, the transfer."""
+    src, dst = fitted.gpu.slug, target_base.gpu.slug
+    return {
+        "catalog defaults": ParamSet(gpu=target_base.gpu),
+        f"{dst} microbenchmarks alone": target_base,
+        f"{src} fitted parameters as they are": ParamSet(gpu=target_base.gpu, entries=dict(fitted.entries)),
+        f"transfer {src} -> {dst}": transferred,
+    }
+
+
+def score(models: dict[str, ParamSet], target_rows: pl.DataFrame, source_rows: pl.DataFrame | None = None,
+          source: str = "source") -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(predictions, summary): the target's development rows (``fit.protocol.development``)
+    predicted by ws-pipelined under each of ``models`` (name -> ParamSet), and where
+    ``source_rows`` are given the source GPU's measured time of the same configuration
+    ("<source> measured, reused"); scored on the rows every model answers (paired with a
+    source row where there are source rows) per shape class (``protocol.summary``)."""
+    preds = target_rows.with_columns([W.predict(target_rows, pset).get_column("predicted_us").alias(name)
+                                      for name, pset in models.items()])
+    columns = {name: name for name in models}
+    if source_rows is not None:
+        name = f"{source} measured, reused"
+        reused = source_rows.group_by(list(KEYS)).agg(pl.col("time_us").mean().alias(name))
+        preds = preds.join(reused, on=list(KEYS), how="left").filter(pl.col(name).is_not_null())
+        columns[name] = name
+    return preds, P.summary(preds, columns=columns)
