@@ -27,3 +27,10 @@ rule all:
 rule ablations:
     input:
         ablation_outputs(),
+
+
+# Each GPU's fit carried onto each other GPU with data, scored there (issue 18):
+# results/transfer/<from>/to-<to>.json and .csv. `snakemake --cores all transfer`.
+rule transfer:
+    input:
+        transfer_outputs(),

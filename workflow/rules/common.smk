@@ -3,6 +3,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from snakemake.utils import validate
 
@@ -161,6 +162,35 @@ def ablation_outputs():
         for run, r in PLAN.runs.items()
         if r.testlists_measured
     ]
+
+
+# GPUs whose bf16 run has microbenchmarks and measurements: each one's fit is carried
+# onto each other one and scored there (rule transfer_pair, the target `transfer`)
+TRANSFER_GPUS = [
+    g
+    for g in GPUS
+    if g in PLAN.runs
+    and PLAN.runs[g].has_microbench
+    and PLAN.runs[g].testlists_measured
+]
+
+
+def transfer_outputs():
+    """Every ordered pair of TRANSFER_GPUS (the target `transfer`)."""
+    return [
+        f"results/transfer/{a}/to-{b}.json"
+        for a in TRANSFER_GPUS
+        for b in TRANSFER_GPUS
+        if a != b
+    ]
+
+
+def of_gpu(input_function, side):
+    """``input_function`` (of a run's wildcards) for the bf16 run of the GPU in the
+    wildcard ``side`` (src or dst) of rule transfer_pair."""
+    return lambda wildcards: input_function(
+        SimpleNamespace(run=getattr(wildcards, side))
+    )
 
 
 def report_ablations(wildcards):

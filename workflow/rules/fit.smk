@@ -159,3 +159,37 @@ rule score_ablations:
             " --ablations-only --jobs {threads} --out {output.scores:q}"
             " --table {output.table:q}"
         )
+
+
+# One GPU's fit carried onto another with no GEMM measured there (issue 18), scored on
+# the other's measurements beside its baselines: `snakemake --cores all transfer`, for
+# every ordered pair of TRANSFER_GPUS.
+rule transfer_pair:
+    output:
+        summary="results/transfer/{src}/to-{dst}.json",
+        table="results/transfer/{src}/to-{dst}.csv",
+    input:
+        source_hardware="results/{src}/hardware.json",
+        source_params="results/{src}/params.json",
+        source_microbench=of_gpu(microbench, "src"),
+        source_measurements=of_gpu(all_measurements, "src"),
+        hardware="results/{dst}/hardware.json",
+        microbench=of_gpu(microbench, "dst"),
+        measurements=of_gpu(all_measurements, "dst"),
+    wildcard_constraints:
+        src=one_of(TRANSFER_GPUS),
+        dst=one_of(TRANSFER_GPUS),
+    params:
+        code=code_version("transfer"),
+    log:
+        "logs/transfer/{src}-to-{dst}.log",
+    shell:
+        logged(
+            "gemmperf transfer --source-gpu {input.source_hardware:q}"
+            " --source-params {input.source_params:q}"
+            " --source-microbench {input.source_microbench:q}"
+            " --source-measurements {input.source_measurements:q}"
+            " --gpu {input.hardware:q} --microbench {input.microbench:q}"
+            " --measurements {input.measurements:q}"
+            " --out {output.summary:q} --table {output.table:q}"
+        )

@@ -28,6 +28,7 @@ COMMANDS = {
     "merge": ("merge", "merge collect shards into one measurement CSV"),
     "fit": ("fit", "fit model parameters and the residual correction (one fit)"),
     "accuracy": ("fit", "out-of-sample accuracy: grouped CV by shape + held-out testlist"),
+    "transfer": ("transfer", "one GPU's fit carried onto another GPU, scored on the other's measurements"),
     "optimize": ("optimize", "the best configuration of a shape in one line (Z3), or a testlist's tilings"),
     "report": ("report", "one GPU's report: linked offline HTML pages and PNGs of the key charts"),
     "index": ("report", "results/index.html: every GPU's report, linked"),
