@@ -137,3 +137,29 @@ def test_predict_transfer_from_refusals_are_one_line(tmp_path, monkeypatch, caps
     assert main(["predict", "--gpu", "h200-sxm-141gb", "--shape", "256x256x256", *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and re.search(match, err), err
+
+
+def test_a_what_if_gpu_is_carried_onto_its_descriptor(tmp_path, monkeypatch, capsys):
+    """A catalog GPU nothing was measured on (A100): the H100's fit of ws-ampere carried
+    onto its descriptor, the answer labelled unverified; its per-clock constants follow
+    the clock ratio."""
+    from gemmperf.app.cli import main
+
+    _cli_results(tmp_path)
+    h100 = tmp_path / "results" / "h100-sxm5-80gb"
+    fitted = ParamSet.load(h100 / "params.json", H100)
+    p = fitted.get(FAM, DT)
+    fitted.entries[("ws-ampere", DT)] = p.replace(t_init_us=1.5)
+    fitted.save(h100 / "params.json")
+    monkeypatch.chdir(tmp_path)
+    assert main(["predict", "--gpu", "a100-sxm4-80gb", "--transfer-from", "h100-sxm5-80gb", "--family",
+                 "ws-ampere", "--tile", "128x128x32", "--stages", "3", "--shape", "4096x4096x4096", "--json"]) == 0
+    row, = json.loads(capsys.readouterr().out)
+    assert "a100-sxm4-80gb's descriptor (no microbenchmarks of a100-sxm4-80gb)" in row["params_source"]
+    assert "unverified" in row["params_source"] and row["predicted_us"] > 0
+    a100 = get_gpu("a100-sxm4-80gb")
+    out = transfer(ParamSet(gpu=H100, entries={("ws-ampere", DT): fitted.get("ws-ampere", DT)}),
+                   ParamSet(H100), ParamSet(a100)).get("ws-ampere", DT)
+    clock = a100.sm_clock_mhz / H100.sm_clock_mhz
+    assert out.constants["smem_bytes_per_us"] == pytest.approx(p.constants["smem_bytes_per_us"] * clock)
+    assert out.t_init_us == pytest.approx(1.5)  # both bases are the descriptor default
