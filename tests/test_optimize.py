@@ -70,15 +70,17 @@ def _check_agree(shape, family, model, pset, gpu=H100):
 
 @pytest.mark.parametrize("model", MODELS)
 def test_z3_equals_exhaustive_every_shipped_shape_ws_hopper(pset, model):
-    """Every shape of every shipped testlist, ws-hopper (the measured family), each model;
-    for ws-pipelined, whose table over the enlarged space (clusters, epilogues, schedules,
-    raster groups, K splits and stream-K: 20616 configurations) costs most, every third
+    """Every other shape of every shipped testlist (in the order of the lists, so every
+    list and shape class is in), ws-hopper (the measured family), each model; for
+    ws-pipelined, whose table over the enlarged space (clusters, epilogues, schedules,
+    raster groups, K splits and stream-K: 20616 configurations) costs most, every sixth
     shape but the decode ones, which test_z3_equals_exhaustive_every_decode_shape checks
-    all (``benchmarks/optimize_speed.py`` checks every shape)."""
+    (``benchmarks/optimize_speed.py`` checks every shape; the test checked them all until
+    a second GPU's chain doubled the CI's workflow time)."""
     shapes = all_shapes()
     assert len(shapes) >= 600
     decode = set(read_testlist(ROOT / "testlists" / "decode.csv"))
-    for shape in [s for s in shapes[::3] if s not in decode] if model == "ws-pipelined" else shapes:
+    for shape in [s for s in shapes[::6] if s not in decode] if model == "ws-pipelined" else shapes[::2]:
         _check_agree(shape, "ws-hopper", model, pset)
 
 
@@ -601,9 +603,9 @@ def test_decode_shares_k_where_the_model_says_it_pays(pname):
 
 
 def test_z3_equals_exhaustive_every_decode_shape(pset):
-    """Every decode shape (M from 1 to 64, where K sharing is chosen), ws-pipelined over
-    the enlarged space: pruned Z3 == exhaustive, and == plain Z3 on every fifth."""
-    shapes = read_testlist(ROOT / "testlists" / "decode.csv")
+    """Every other decode shape (M from 1 to 64, where K sharing is chosen), ws-pipelined
+    over the enlarged space: pruned Z3 == exhaustive, and == plain Z3 on every fifth of them."""
+    shapes = read_testlist(ROOT / "testlists" / "decode.csv")[::2]
     shared = 0
     for i, shape in enumerate(shapes):
         sol = _check_agree(shape, "ws-hopper", "ws-pipelined", pset)
