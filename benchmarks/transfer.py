@@ -54,7 +54,8 @@ def main(argv=None) -> int:
     from gemmperf.fit import protocol as P
     from gemmperf.fit.accuracy import fit_all
     from gemmperf.fit.microbench import fit_paramset
-    from gemmperf.fit.transfer import KEYS, baselines, copy_rates, score, transfer
+    from gemmperf.fit.transfer import baselines, copy_rates, score, transfer
+    from gemmperf.tables import CONFIG_KEY as KEYS
     from gemmperf.hardware import load_gpu
 
     family = "ws-hopper"

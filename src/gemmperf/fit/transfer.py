@@ -26,6 +26,7 @@ import polars as pl
 from ..errors import UserError
 from ..models import ws_pipelined as W
 from ..params import ParamSet
+from ..tables import CONFIG_KEY
 from . import protocol as P
 
 BY_MICROBENCH = ("t_init_us", "t_epilogue_us", "math_flops_per_us")
@@ -81,9 +82,6 @@ def _ratio(value: float, base: float) -> float:
     return value / base if base > 0 else 1.0
 
 
-KEYS = ("m", "n", "k", "dtype", "family", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n",
-        "persistent", "raster", "epilogue", "schedule", "group_m", "persistent_ctas", "split_k", "stream_k")
-
 
 def baselines(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet, transferred: ParamSet) -> dict:
     """name -> ParamSet of the transfer and what it is compared with, on the target GPU:
@@ -109,7 +107,7 @@ def score(models: dict[str, ParamSet], target_rows: pl.DataFrame, source_rows: p
     columns = {name: name for name in models}
     if source_rows is not None:
         name = f"{source} measured, reused"
-        reused = source_rows.group_by(list(KEYS)).agg(pl.col("time_us").mean().alias(name))
-        preds = preds.join(reused, on=list(KEYS), how="left").filter(pl.col(name).is_not_null())
+        reused = source_rows.group_by(list(CONFIG_KEY)).agg(pl.col("time_us").mean().alias(name))
+        preds = preds.join(reused, on=list(CONFIG_KEY), how="left").filter(pl.col(name).is_not_null())
         columns[name] = name
     return preds, P.summary(preds, columns=columns)
