@@ -86,3 +86,19 @@ def test_index_shows_the_gpus_side_by_side(tmp_path, capsys):
                  str(paths[H100] / "picks.parquet")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "1 --measured and 1 --picks files for 2 GPUs" in err
+
+
+def test_runs_without_measurements_or_in_another_dtype_are_left_out():
+    """A catalog run (no measurements) and another dtype's run beside two measured GPUs:
+    the ratios and the picks compare the measured GPUs of the first run's dtype only."""
+    measured = {H100: measured_configs([_decode(H100)]), f"{H100}/fp8": measured_configs([]),
+                H200: measured_configs([_decode(H200)])}
+    out = time_ratios(measured)
+    assert set(out.get_column("GPU")) == {H200} and out.height > 0
+    fp8 = _tilings([(1, 128), (2, 128)], [128, 256]).with_columns(pl.lit("fp8").alias("dtype"))
+    picks = {H100: picks_of([_tilings([(1, 128), (2, 128)], [128, 256])]), f"{H100}/fp8": picks_of([fp8]),
+             "catalog": picks_of([]), H200: picks_of([_tilings([(1, 128), (2, 256)], [128, 256])])}
+    table = best_tilings(picks)
+    assert table.get_column("same pick").to_list() == [True, False]
+    assert f"{H100}/fp8 pick" not in table.columns
+    assert time_ratios({H100: measured_configs([])}).height == 0

@@ -19,7 +19,7 @@ def measured_configs(frames: list[pl.DataFrame]) -> pl.DataFrame:
     """One row per configuration measured ok in ``frames`` (a run's measurement tables):
     CONFIG_KEY and the median time_us. What ``report`` leaves for the index."""
     if not frames:
-        return pl.DataFrame(schema={**{c: pl.Utf8 for c in CONFIG_KEY}, "time_us": pl.Float64})
+        return pl.DataFrame()  # a run without measurements (a catalog GPU or dtype)
     df = pl.concat([with_config_defaults(f) for f in frames], how="diagonal_relaxed")
     df = valid_rows(df).with_columns(
         pl.col("persistent").cast(pl.Utf8).str.to_lowercase().is_in(["true", "1"]),
@@ -45,8 +45,9 @@ def time_ratios(measured: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """Per GPU after the first and per class ("all", then ``fit.protocol.CLASSES``, then each
     family): the configurations measured ok on both (``measured_configs`` of each, paired
     by configuration), and the geometric mean, 5th and 95th percentile of time on the GPU /
-    time on the first. Empty with fewer than two GPUs or nothing paired."""
-    slugs = list(measured)
+    time on the first. A GPU without measurements has no rows; empty with fewer than two
+    measured GPUs."""
+    slugs = [slug for slug, df in measured.items() if df.height]
     rows = []
     if len(slugs) < 2:
         return pl.DataFrame()
@@ -82,14 +83,19 @@ def config_label(row: dict) -> str:
 
 
 def best_tilings(picks: dict[str, pl.DataFrame], family: str = "ws-hopper") -> pl.DataFrame:
-    """Per shape of ``family`` (in the first GPU's order, shapes every GPU has): each GPU's
-    pick (``config_label``) with its predicted time, and its measured best where measured;
+    """Per shape of ``family`` (in the first GPU's order, shapes every GPU has), in the first
+    GPU's input dtype (GPUs without such picks are left out): each GPU's pick
+    (``config_label``) with its predicted time, and its measured best where measured;
     whether the picks agree and whether the measured bests do."""
-    parts = []
+    parts, slugs, dtype = [], [], None
     for slug, df in picks.items():
         if df.height == 0 or "family" not in df.columns:
-            return pl.DataFrame()
+            continue
         df = df.filter(pl.col("family") == family)
+        dtype = dtype if dtype is not None or df.height == 0 else df.get_column("dtype")[0]
+        df = df.filter(pl.col("dtype") == dtype)
+        if df.height == 0:
+            continue
         cols = [pl.struct(list(TILING_COLUMNS)).map_elements(config_label, return_dtype=pl.Utf8).alias(f"{slug} pick"),
                 pl.col("predicted_us").alias(f"{slug} predicted us")]
         if "best_tile_m" in df.columns:
@@ -98,13 +104,14 @@ def best_tilings(picks: dict[str, pl.DataFrame], family: str = "ws-hopper") -> p
                         .then(best.map_elements(config_label, return_dtype=pl.Utf8)).alias(f"{slug} measured best"))
             cols.append(pl.col("best_measured_us").alias(f"{slug} measured best us"))
         parts.append(df.select("m", "n", "k", "dtype", *cols))
+        slugs.append(slug)
     if len(parts) < 2:
         return pl.DataFrame()
     out = parts[0]
     for part in parts[1:]:
         out = out.join(part, on=["m", "n", "k", "dtype"], how="inner", maintain_order="left")
-    same = [pl.concat_list([f"{s} pick" for s in picks]).list.n_unique().eq(1).alias("same pick")]
-    if all(f"{s} measured best" in out.columns for s in picks):
-        same.append(pl.concat_list([f"{s} measured best" for s in picks]).list.n_unique().eq(1)
+    same = [pl.concat_list([f"{s} pick" for s in slugs]).list.n_unique().eq(1).alias("same pick")]
+    if all(f"{s} measured best" in out.columns for s in slugs):
+        same.append(pl.concat_list([f"{s} measured best" for s in slugs]).list.n_unique().eq(1)
                     .alias("same measured best"))
     return out.with_columns(same)
