@@ -152,3 +152,16 @@ def test_configuration_defaults_fill_empty_and_absent_columns(tmp_path):
     path.write_text("# a comment\nm,n,k,stages\n1,2,3,\n\n4,5,6,7\n")
     df = read_configs(path)
     assert df["stages"].to_list() == [4, 7] and df["tile_m"].to_list() == [128, 128]
+
+
+def test_measured_configs_one_row_per_configuration_with_the_median():
+    path = SHIPPED / "measurements" / "squares.csv"
+    meas = tables.read_measurements(path)
+    twice = pl.concat([meas, meas.with_columns(pl.col("time_us") * 3)])
+    one = tables.measured_configs(twice)
+    assert one.columns == [*tables.CONFIG_KEY, "time_us"]
+    assert one.height == tables.valid_rows(meas).height == one.unique(list(tables.CONFIG_KEY)).height
+    assert one.get_column("time_us").sum() == pytest.approx(2 * tables.valid_rows(meas).get_column("time_us").sum())
+    assert tables.measured_configs(pl.DataFrame()).height == 0
+    with pytest.raises(UserError, match="missing column"):
+        tables.measured_configs(meas.drop("dtype"))

@@ -223,6 +223,28 @@ def valid_rows(meas):
     return df.filter(time.is_not_null() & time.is_finite() & (time > 0))
 
 
+def measured_configs(measurements):
+    """One row per configuration measured ok (``valid_rows``) in ``measurements``:
+    CONFIG_KEY, typed (persistent and stream_k as booleans), and the median time_us. The
+    dimensions added after a table was measured are at their defaults there; a frame
+    without columns (no measurements) gives an empty frame."""
+    import polars as pl
+
+    if not measurements.columns:
+        return pl.DataFrame()
+    df = with_config_defaults(measurements)
+    need = (*CONFIG_KEY, "status", "time_us")
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise UserError(f"measurements: missing column(s) {', '.join(missing)}")
+    flag = [pl.col(c).cast(pl.Utf8).str.to_lowercase().is_in(["true", "1"]).alias(c) for c in ("persistent", "stream_k")]
+    df = valid_rows(df).with_columns(
+        pl.col(*SHAPE_COLUMNS, *CONFIG_INT_COLUMNS).cast(pl.Int64), *flag,
+        pl.col("family", "dtype", "raster", "epilogue", "schedule").cast(pl.Utf8),
+        pl.col("time_us").cast(pl.Float64))
+    return df.group_by(list(CONFIG_KEY), maintain_order=True).agg(pl.col("time_us").median())
+
+
 def canonical_order(df):
     """``df`` sorted by CANONICAL_ORDER (the columns it has), ties in their order."""
     return df.sort([c for c in CANONICAL_ORDER if c in df.columns], maintain_order=True)

@@ -36,7 +36,7 @@ from ..models import nvmmh
 from ..params import ParamSet
 from ..problem import FAMILIES, KernelConfig, Shape
 from ..progress import bar
-from ..tables import TILING_COLUMNS, valid_rows, with_config_defaults
+from ..tables import TILING_COLUMNS, measured_configs
 from .encode import skeleton
 from .pipelined import pipelined_tables
 from .solver import solve
@@ -46,25 +46,6 @@ SPACES = ("auto", "legal", "measured")
 
 
 # ------------------------------------------------------------------ measurements
-
-
-def measured_configs(measurements: pl.DataFrame) -> pl.DataFrame:
-    """One row per measured configuration (status ok, full mode): median time_us. The
-    dimensions added after a table was measured are at their defaults there."""
-    measurements = with_config_defaults(measurements)
-    need = ("m", "n", "k", "family", "dtype", *TILING_COLUMNS, "status", "time_us")
-    missing = [c for c in need if c not in measurements.columns]
-    if missing:
-        raise UserError(f"measurements: missing column(s) {', '.join(missing)}")
-    df = valid_rows(measurements)
-    df = df.with_columns(
-        pl.col("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n").cast(pl.Int64),
-        pl.col("persistent").cast(pl.Utf8).str.to_lowercase().is_in(["true", "1"]).alias("persistent"),
-        pl.col("family", "dtype", "raster").cast(pl.Utf8),
-        pl.col("time_us").cast(pl.Float64),
-    )
-    keys = ["m", "n", "k", "family", "dtype", *TILING_COLUMNS]
-    return df.group_by(keys, maintain_order=True).agg(pl.col("time_us").median())
 
 
 def _config_of(row: dict, family: str, dtype: str) -> KernelConfig:

@@ -12,20 +12,16 @@ import math
 import polars as pl
 
 from ..fit.protocol import CLASSES
-from ..tables import CONFIG_KEY, TILING_COLUMNS, valid_rows, with_config_defaults
+from .. import tables
+from ..tables import CONFIG_KEY, TILING_COLUMNS, with_config_defaults
 
 
 def measured_configs(frames: list[pl.DataFrame]) -> pl.DataFrame:
-    """One row per configuration measured ok in ``frames`` (a run's measurement tables):
-    CONFIG_KEY and the median time_us. What ``report`` leaves for the index."""
+    """``tables.measured_configs`` of a run's measurement tables together: what ``report``
+    leaves for the index (empty for a run without measurements: a catalog GPU or dtype)."""
     if not frames:
-        return pl.DataFrame()  # a run without measurements (a catalog GPU or dtype)
-    df = pl.concat([with_config_defaults(f) for f in frames], how="diagonal_relaxed")
-    df = valid_rows(df).with_columns(
-        pl.col("persistent").cast(pl.Utf8).str.to_lowercase().is_in(["true", "1"]),
-        pl.col("stream_k").cast(pl.Utf8).str.to_lowercase().is_in(["true", "1"]),
-    )
-    return df.group_by(list(CONFIG_KEY), maintain_order=True).agg(pl.col("time_us").median())
+        return pl.DataFrame()
+    return tables.measured_configs(pl.concat([with_config_defaults(f) for f in frames], how="diagonal_relaxed"))
 
 
 PICK_COLUMNS = ("m", "n", "k", "dtype", "family", *TILING_COLUMNS, "predicted_us", "best_measured_us",
