@@ -144,6 +144,9 @@ CATALOG: dict[str, GPU] = {
             memory_bytes=141 * GB,
             tc_flops_per_clk=dict(_HOPPER_TC),  # datasheet: same math rates as H100 SXM
             fma_flops_per_clk=256,
+            # cuOccupancyMaxActiveClusters on the lent H200 (2026-11-26, ws-hopper 128x256 s4,
+            # 128x128 s4, 64x64 s8): 66 clusters of 2 (all 132 SMs), 30 of 4 (120 SMs)
+            cluster_ctas={"4": 120},
         ),
         GPU(
             name="NVIDIA A100 SXM4 80GB",
