@@ -328,6 +328,26 @@ def test_a_cluster_runs_at_the_slowest_of_its_ctas_periods():
     assert quad["predicted_us"][0] > off4["predicted_us"][0]
 
 
+def test_clusters_start_and_leave_together_once_per_wave():
+    sync = W.constants_for(PS, "ws-hopper", "bf16").cluster_sync_us
+    lo, hi = W.ranges()["cluster_sync_us"]
+    assert lo < sync < hi
+    for persistent, raster in ((True, "grouped"), (False, "row")):
+        for cm, cn in ((2, 1), (1, 2), (2, 2)):
+            cfg = dict(cluster_m=cm, cluster_n=cn, persistent=persistent, raster=raster)
+            on = W.predict(_big(**cfg), PS)
+            off = W.predict(_big(**cfg), PS, cluster_sync=False)
+            times = 1 if persistent else on["waves"][0]
+            assert times == 1 if persistent else times > 8
+            assert on["overhead_us"][0] - off["overhead_us"][0] == pytest.approx(sync * times)
+            assert on["predicted_us"][0] - off["predicted_us"][0] == pytest.approx(sync * times)
+        single = _big(persistent=persistent, raster=raster)
+        assert W.predict(single, PS)["predicted_us"][0] == W.predict(single, PS, cluster_sync=False)["predicted_us"][0]
+    # the fit moves it only on clustered rows
+    assert W.rows_of("cluster_sync_us", {"cluster_m": np.array([2, 1]), "cluster_n": np.array([1, 1])})
+    assert not W.rows_of("cluster_sync_us", {"cluster_m": np.array([1]), "cluster_n": np.array([1])})
+
+
 def test_persistent_ctas_caps_the_wave_and_group_m_moves_the_l2_panels():
     out = W.predict(pl.concat([_big(), _big(persistent_ctas=128), _big(persistent_ctas=64)]), PS)
     assert out["wave_ctas"].to_list() == [132, 128, 64]

@@ -51,6 +51,9 @@ assumption so its contribution shows):
   epilogues, exposed fills) and its partial tiles' fix-up.
 - ``cluster_lockstep``: the CTAs of a cluster share every multicast ring slot, so each
   k-block takes the slowest of their periods.
+- ``cluster_sync``: a cluster's CTAs start and leave together (its launch, the cluster
+  barriers, the first k-block waiting for every peer's multicast slice): once on a
+  persistent grid, once per wave otherwise (in ``overhead_us``).
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and
@@ -65,6 +68,7 @@ S the k-blocks of an item):
             + (W - 1) * max(fill - E, 0)
   non-persistent (grid = items): each wave's CTAs start cold:
       t = t_init + sum over waves [cta_launch_us + fill(a) + Lk(a) + E(a)]
+  clusters (cs > 1) add ``cluster_sync_us`` once (persistent) or per wave (not).
   stream-K (one wave of Wc workers, S = I): the persistent t, plus for a worker's n_seg
   tile segments (n_seg - 1)*(Tc - Pk + max(fill - E, 0) + tile_overhead_us), the
   epilogues beyond the first and its partials' fix-up (effects.stream_k_fixup).

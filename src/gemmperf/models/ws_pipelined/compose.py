@@ -135,7 +135,8 @@ def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale, t_c) -> 
         "mainloop_us": mainloop,
         "epilogue_us": epi + store_drain(x, np.where(has_rem, last.a_out, full.a_out)),
         "reduction_us": red,
-        "overhead_us": np.where(x.persistent, g.n_waves * x.c.tile_overhead_us, g.n_waves * x.c.cta_launch_us),
+        "overhead_us": np.where(x.persistent, g.n_waves * x.c.tile_overhead_us, g.n_waves * x.c.cta_launch_us)
+        + E.cluster_sync(x, g.n_waves),
         "full_periods": g.full_waves * (g.k_blocks - 1),
         "last_periods": has_rem * (g.k_blocks - 1),
     }

@@ -95,6 +95,11 @@ class PipelinedConstants:
     cluster_jitter: float = _const(
         fixed(0.1), "share", "relative spread of one CTA's k-block period; a cluster's CTAs share every "
         "multicast ring slot, so the cluster runs at the slowest of them", 0.0, 0.5, rows=clustered)
+    cluster_sync_us: float = _const(
+        fixed(1.5), "us", "a cluster's CTAs start and leave together: its launch on one GPC, the cluster-wide "
+        "barrier before the first multicast, the first k-block's wait for every peer's slice, the barrier "
+        "before exit (benchmarks/cluster_probe.py: 1.5 us per wave on the H100 with one k-block)", 0.0, 5.0,
+        rows=clustered)
     coalesce_distance: float = _const(
         fixed(2.0), "CTAs", "launch-order distance over which simultaneous panel reads merge in L2", 0.1, 64.0)
     one_wg_math_share: float = _const(

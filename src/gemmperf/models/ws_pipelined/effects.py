@@ -96,6 +96,22 @@ def cluster_lockstep(x: Inputs):
     return 1.0 + x.c.cluster_jitter * spread
 
 
+def cluster_sync(x: Inputs, waves):
+    """What a kernel's clusters add to its time for starting and leaving together: a
+    cluster is launched on one GPC when all its SMs are free; its CTAs meet at a
+    cluster-wide barrier after initialising the ring's barriers (before any remote arrive
+    or multicast), the first k-block lands only when every peer has issued its multicast
+    slice, and they meet again before they exit (while a peer may still write into them):
+        cluster_sync_us * (1 on a persistent grid, else the waves)   for cs > 1.
+    Off (or cs = 1): 0. Measured by benchmarks/cluster_probe.py (one k-block, 128x128
+    tiles, H100): 1.5 us per wave for clusters of 2, once on a persistent grid; the
+    launch and barriers alone (``empty`` mode) are 0.2-0.35 us of it."""
+    if not x.on.cluster_sync:
+        return 0.0
+    clustered = x.cluster_m * x.cluster_n > 1
+    return np.where(clustered, x.c.cluster_sync_us * np.where(x.persistent, 1, waves), 0.0)
+
+
 class Padding(NamedTuple):
     loaded: np.ndarray | float  # share of the requested box bytes TMA moves
     work_scale: np.ndarray | float  # factor on fill and K loop

@@ -33,6 +33,7 @@ class Switches:
     split_k_fixup: bool = True
     stream_k_fixup: bool = True
     cluster_lockstep: bool = True
+    cluster_sync: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:

@@ -1,0 +1,81 @@
+"""Probe: what does running in clusters cost a kernel that has almost nothing to do?
+
+On the shipped H100 data, short-K and decode kernels in clusters of 2 or 4 CTAs ran
+about 1.2-1.5 us slower than the same tiles without clusters, which ws-pipelined
+without ``cluster_sync`` did not predict (benchmarks/MODEL_ACCURACY.md, issue 17 step
+8). This times, on the local GPU, ws-hopper bf16 128x128 tiles in every cluster shape,
+persistent and not, in ``empty`` mode (the kernel's setup and exit only: barrier init,
+the cluster barriers, no loads, no math, no stores) and ``full`` mode with one k-block,
+over one and four waves; full-mode runs are verified against float64 as in a sweep. It
+prints each time and its difference to the same run without clusters: the measured
+counterpart of ``cluster_sync_us`` (per kernel on a persistent grid, per wave
+otherwise). A GPU-side script: numpy + cuda-python only.
+
+    PYTHONPATH=src python3 benchmarks/cluster_probe.py [--out probe.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+
+CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
+MODES = ("empty", "full")
+WAVES = (1, 4)
+K = 64  # one k-block
+
+
+def main(argv=None) -> int:
+    from gemmperf.bench.measure import Measurer
+    from gemmperf.hardware import probe
+    from gemmperf.kernels import check_legal
+    from gemmperf.problem import KernelConfig
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None, help="CSV of every run")
+    a = ap.parse_args(argv)
+    gpu = probe(0)
+    meas = Measurer(gpu, max_seconds=1.0, verify_modes=("full",))
+    rows = []
+    # M = 2 tiles, N = 4 * (SMs / 4) * waves tiles: every cluster shape tiles it exactly
+    m = 2 * 128
+    for waves in WAVES:
+        n = 128 * (gpu.sms // 2) * waves
+        for mode in MODES:
+            for persistent in (False, True):
+                for cm, cn in CLUSTERS:
+                    cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=128, tile_n=128, tile_k=64,
+                                       stages=4, cluster_m=cm, cluster_n=cn, persistent=persistent, mode=mode)
+                    why = check_legal(cfg, gpu)
+                    row = {"m": m, "n": n, "k": K, "waves": waves, "mode": mode, "persistent": persistent,
+                           "cluster": f"{cm}x{cn}", "status": "illegal" if why else None, "time_us": None,
+                           "reason": why or ""}
+                    if why is None:
+                        out = meas({"m": m, "n": n, "k": K, **cfg.as_dict()})
+                        row.update(status=out.get("status"), time_us=out.get("time_us"),
+                                   reason=out.get("reason", ""), clock_start=out.get("sm_clock_start_mhz"),
+                                   clock_end=out.get("sm_clock_end_mhz"))
+                    rows.append(row)
+                    print(f"{m}x{n}x{K} {mode:5s} {'P' if persistent else 'N'} {cm}x{cn} {row['status']:8s} "
+                          f"{row['time_us'] or float('nan'):8.2f} us {row['reason']}", flush=True)
+    if a.out:
+        with open(a.out, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(c for r in rows for c in r)))
+            w.writeheader()
+            w.writerows(rows)
+    print("\nwaves mode persistent: time_us per cluster (difference to 1x1)")
+    for waves in WAVES:
+        for mode in MODES:
+            for persistent in (False, True):
+                sel = {r["cluster"]: r["time_us"] for r in rows if (r["waves"], r["mode"], r["persistent"])
+                       == (waves, mode, persistent) and r["status"] == "ok"}
+                base = sel.get("1x1")
+                cells = [f"{c}={t:.2f}" + (f" ({t - base:+.2f})" if base and c != "1x1" else "")
+                         for c, t in sel.items()]
+                print(f"{waves} {mode:5s} {'P' if persistent else 'N'}: " + "  ".join(cells))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
