@@ -17,6 +17,10 @@ lists of a sweep still under results/<gpu>/incoming/ (its hardware.json and
 <dtype>-microbench.csv there).
 
     python benchmarks/transfer.py [--gpus h100-sxm5-80gb,h200-sxm-141gb] [--dtype bf16] [--jobs 2]
+        [--microbench H100.csv,H200.csv]
+
+``--microbench`` names each GPU's microbenchmark file in the order of ``--gpus`` (fp8's
+are not shipped: benchmarks/results/microbench/ has both GPUs').
 
 Prints one table per direction (model x shape class) and the issue's targets.
 """
@@ -44,6 +48,7 @@ def main(argv=None) -> int:
     p.add_argument("--gpus", default="h100-sxm5-80gb,h200-sxm-141gb", help="two GPU slugs")
     p.add_argument("--dtype", default="bf16")
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--microbench", default="", help="each GPU's microbenchmark CSV, in the order of --gpus")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT / "src"))
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -60,8 +65,13 @@ def main(argv=None) -> int:
 
     family = "ws-hopper"
     side = {}
-    for slug in args.gpus.split(","):
+    slugs = args.gpus.split(",")
+    given = args.microbench.split(",") if args.microbench else []
+    if given and len(given) != len(slugs):
+        p.error(f"--microbench: {len(given)} files for {len(slugs)} GPUs")
+    for i, slug in enumerate(slugs):
         hw, mb = gpu_files(slug, args.dtype)
+        mb = Path(given[i]) if given else mb
         gpu = load_gpu(hw)
         files = measurement_files(slug, args.dtype)
         files.pop(SEALED, None)  # never read here
