@@ -26,6 +26,24 @@ WAVES = (1, 4)
 K = 64  # one k-block
 
 
+def tasks(gpu) -> list[dict]:
+    """The runs, in order: M = 2 tiles, N = SMs/2 * waves tiles, so every cluster shape
+    tiles the grid exactly; each a task row (``m``, ``n``, ``k`` and the configuration)
+    plus ``waves``."""
+    from gemmperf.problem import KernelConfig
+
+    out = []
+    for waves in WAVES:
+        for mode in MODES:
+            for persistent in (False, True):
+                for cm, cn in CLUSTERS:
+                    cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=128, tile_n=128, tile_k=64,
+                                       stages=4, cluster_m=cm, cluster_n=cn, persistent=persistent, mode=mode)
+                    out.append({"m": 2 * 128, "n": 128 * (gpu.sms // 2) * waves, "k": K, "waves": waves,
+                                **cfg.as_dict()})
+    return out
+
+
 def main(argv=None) -> int:
     from gemmperf.bench.measure import Measurer
     from gemmperf.hardware import probe
@@ -38,27 +56,20 @@ def main(argv=None) -> int:
     gpu = probe(0)
     meas = Measurer(gpu, max_seconds=1.0, verify_modes=("full",))
     rows = []
-    # M = 2 tiles, N = 4 * (SMs / 4) * waves tiles: every cluster shape tiles it exactly
-    m = 2 * 128
-    for waves in WAVES:
-        n = 128 * (gpu.sms // 2) * waves
-        for mode in MODES:
-            for persistent in (False, True):
-                for cm, cn in CLUSTERS:
-                    cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=128, tile_n=128, tile_k=64,
-                                       stages=4, cluster_m=cm, cluster_n=cn, persistent=persistent, mode=mode)
-                    why = check_legal(cfg, gpu)
-                    row = {"m": m, "n": n, "k": K, "waves": waves, "mode": mode, "persistent": persistent,
-                           "cluster": f"{cm}x{cn}", "status": "illegal" if why else None, "time_us": None,
-                           "reason": why or ""}
-                    if why is None:
-                        out = meas({"m": m, "n": n, "k": K, **cfg.as_dict()})
-                        row.update(status=out.get("status"), time_us=out.get("time_us"),
-                                   reason=out.get("reason", ""), clock_start=out.get("sm_clock_start_mhz"),
-                                   clock_end=out.get("sm_clock_end_mhz"))
-                    rows.append(row)
-                    print(f"{m}x{n}x{K} {mode:5s} {'P' if persistent else 'N'} {cm}x{cn} {row['status']:8s} "
-                          f"{row['time_us'] or float('nan'):8.2f} us {row['reason']}", flush=True)
+    for task in tasks(gpu):
+        waves = task.pop("waves")
+        cfg = KernelConfig(**{k: v for k, v in task.items() if k not in ("m", "n", "k")})
+        m, n, mode, persistent, cm, cn = task["m"], task["n"], cfg.mode, cfg.persistent, cfg.cluster_m, cfg.cluster_n
+        why = check_legal(cfg, gpu)
+        row = {"m": m, "n": n, "k": K, "waves": waves, "mode": mode, "persistent": persistent,
+               "cluster": f"{cm}x{cn}", "status": "illegal" if why else None, "time_us": None, "reason": why or ""}
+        if why is None:
+            out = meas(task)
+            row.update(status=out.get("status"), time_us=out.get("time_us"), reason=out.get("reason", ""),
+                       clock_start=out.get("sm_clock_start_mhz"), clock_end=out.get("sm_clock_end_mhz"))
+        rows.append(row)
+        print(f"{m}x{n}x{K} {mode:5s} {'P' if persistent else 'N'} {cm}x{cn} {row['status']:8s} "
+              f"{row['time_us'] or float('nan'):8.2f} us {row['reason']}", flush=True)
     if a.out:
         with open(a.out, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(c for r in rows for c in r)))
