@@ -26,7 +26,7 @@ from gemmperf.optimize.space import class_key, consts, family_space, padded_volu
 from gemmperf.params import ParamSet
 from gemmperf.problem import LATER_CONFIG_COLUMNS, KernelConfig, Shape, read_testlist
 from gemmperf.tables import read_measurements
-from reference_rows import write_reference_rows
+from reference_rows import without_jitter, write_reference_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 H100 = get_gpu("h100-sxm5-80gb")
@@ -198,9 +198,10 @@ def test_encoding_size_does_not_grow_with_k(pset, period_only):
         assert len(sizes) == 1, sizes
         (n_assert, n_vars), _ = sizes.pop()
         if model == "ws-pipelined":
-            # per class: time, per variant the periods' constants, per (variant, persistent) A, D, bound
-            pairs = len({(class_key(c), variant_code(c)) for c in space})
-            assert n_assert <= 12 + 2 * len(sk.classes) + 3 * pairs + sk.bmax and n_vars <= 30
+            # per class: time; per (class, variant) one K per ring depth; per group A, D, bound
+            depths = len({(class_key(c), variant_code(c), c.stages) for c in space})
+            groups = len({(class_key(c), variant_code(c), c.persistent) for c in space})
+            assert n_assert <= 12 + 2 * len(sk.classes) + depths + groups and n_vars <= 30
             assert n_assert < len(space)  # smaller than a per-configuration table
         else:
             assert n_assert <= 10 + 3 * len(sk.classes) and n_vars <= 25
@@ -225,7 +226,7 @@ def period_only(monkeypatch):
 
 
 def test_pipelined_split_reproduces_evaluate(pset, period_only):
-    """The symbolic split A + cF*Pk(xF, B) + cL*Pk(xL, B) is the model's evaluate() on every
+    """The symbolic split A + K(B) is the model's evaluate() on every
     configuration (several wave counts, remainder waves, padding, every family)."""
     from gemmperf.models import ws_pipelined
 
@@ -485,13 +486,31 @@ def test_one_default_model_for_library_and_workflow():
         assert inspect.signature(fn).parameters["model"].default == optimize.DEFAULT_MODEL, fn.__name__
 
 
-def test_tilings_unchanged_squares_dsv3(tmp_path):
+def _same_fields(new: str, old: str) -> bool:
+    """Two CSV lines equal field by field, a number within 1e-12 relative or 1e-9 us (the
+    optimizer's split of the time into A + K(B) may round the last digit differently from
+    the split the reference was written with: the same model value, summed in another
+    order; the MATH wait, a difference of two such sums, in absolute terms)."""
+    def same(a: str, b: str) -> bool:
+        if a == b:
+            return True
+        try:
+            return math.isclose(float(a), float(b), rel_tol=1e-12, abs_tol=1e-9)
+        except ValueError:
+            return False
+    a, b = new.split(","), old.split(",")
+    return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+
+
+def test_tilings_unchanged_squares_dsv3(tmp_path, monkeypatch):
     """The workflow's tilings (ws-pipelined, searched space "auto") of squares and dsv3, with
     the microbench and the fitted parameters and the measurements shipped then for the regret
     (tests/reference_rows.py), are those of tests/data/optimize/tilings_ws_pipelined.csv
-    (written before issue 13's renovation), byte for byte apart from the solve times, except
+    (written before issue 13's renovation), field by field apart from the solve times, except
     where N % 8 != 0: since issue 17's step 6 ws-pipelined charges no 2-byte epilogue stores
-    (C's rows are padded), so there the pick is predicted no slower than it was."""
+    (C's rows are padded), so there the pick is predicted no slower than it was. ws-pipelined
+    runs with the hard max of the ring's period, as then (reference_rows.without_jitter)."""
+    without_jitter(monkeypatch)
     ref = ROOT / "tests" / "data" / "optimize" / "tilings_ws_pipelined.csv"
     h100_meas = write_reference_rows(tmp_path, ["squares", "dsv3"])
     parts = []
@@ -516,7 +535,7 @@ def test_tilings_unchanged_squares_dsv3(tmp_path):
     odd = 0
     for new, old in zip(new_lines[1:], ref_lines[1:]):
         if int(old.split(",")[n_at]) % 8 == 0:
-            assert new == old
+            assert _same_fields(new, old), (new, old)
         else:
             odd += 1
             assert float(new.split(",")[t_at]) <= float(old.split(",")[t_at]) * (1 + 1e-12), (new, old)

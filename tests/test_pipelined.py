@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from types import SimpleNamespace
 
 import numpy as np
 import polars as pl
@@ -15,7 +16,7 @@ from gemmperf.fit import constants as C
 from gemmperf.hardware import CATALOG
 from gemmperf.models import MODELS, predict
 from gemmperf.models import ws_pipelined as W
-from gemmperf.params import ParamSet
+from gemmperf.params import ParamSet, default_params
 from gemmperf.problem import KernelConfig
 
 GPU = CATALOG["h100-sxm5-80gb"]
@@ -176,9 +177,9 @@ def test_boundary_fill_latency_levels_off_for_a_full_wave():
     df = rows(m=[1, 1], n=[64 * 66, 64 * 132], k=[3072] * 2, tile_m=[256] * 2, tile_n=[64] * 2)
     linear = C.with_values(PS, "ws-hopper", "bf16", {"oob_sat_rows": 1e12})
 
-    def extra(ps):
-        on = W.predict(df, ps)["stage_period_us"].to_numpy()
-        off = W.predict(df, ps, boundary_fill=False)["stage_period_us"].to_numpy()
+    def extra(ps):  # the latency-bound period's own term (the hard max: ring_jitter off)
+        on = W.predict(df, ps, ring_jitter=False)["stage_period_us"].to_numpy()
+        off = W.predict(df, ps, boundary_fill=False, ring_jitter=False)["stage_period_us"].to_numpy()
         return on - off
 
     lin, sat = extra(linear), extra(PS)
@@ -469,3 +470,38 @@ def test_k_sharing_constants_are_fitted_only_on_rows_that_share_k():
         assert name in W.FITTED
         assert not W.rows_of(name, plain) and W.rows_of(name, shared)
     assert W.rows_of("l2_bytes_per_us", plain)
+
+
+def test_ring_jitter_is_a_p_norm_of_the_rings_terms():
+    """The period is at least its slowest term, 2^(1/p) times it where two terms are equal,
+    the hard max where ring_jitter is off; a deeper ring still shortens a period past the
+    point where the hard max stops caring (L/B below max(Tc, x))."""
+    p = W.constants_for(PS, "ws-hopper", "bf16").period_sharpness
+    assert 1.5 <= p <= 16.0
+    deep = rows(m=[8192] * 3, n=[8192] * 3, k=[8192] * 3, tile_m=[128] * 3, tile_n=[256] * 3, stages=[4, 6, 8],
+                persistent=[True] * 3)
+    on = W.predict(deep, PS)
+    off = W.predict(deep, PS, ring_jitter=False)
+    terms = np.stack([on["stage_math_us"], on["stage_smem_us"], on["stage_load_us"]]).max(axis=0)
+    assert (on["stage_period_us"].to_numpy() >= off["stage_period_us"].to_numpy() - 1e-12).all()
+    assert (off["stage_period_us"].to_numpy() >= terms - 1e-12).all()
+    assert np.all(np.diff(on["stage_period_us"].to_numpy()) < 0)  # every slot helps
+    assert off["stage_period_us"][1] == pytest.approx(off["stage_period_us"][2])  # the hard max: no more
+    x = SimpleNamespace(on=SimpleNamespace(ring_jitter=True), c=SimpleNamespace(period_sharpness=2.0))
+    assert W.effects.ring_jitter(x, np.array([3.0]), np.array([4.0]), np.array([0.0]))[0] == pytest.approx(5.0)
+    x.on.ring_jitter = False
+    assert W.effects.ring_jitter(x, np.array([3.0]), np.array([4.0]), np.array([0.0]))[0] == 4.0
+
+
+def test_the_fit_keeps_the_math_rate_under_the_tensor_cores_peak():
+    """Data made with a math rate 1.2x the descriptor's peak: the fitted rate stops at the
+    peak (constants.ceilings) instead of following an impossible rate."""
+    peak = default_params(PS.gpu, "ws-hopper", "bf16").math_flops_per_us
+    truth = C.with_values(PS, "ws-hopper", "bf16", {"math_flops_per_us": 1.2 * peak})
+    shapes = list(itertools.product([2048, 8192], [4096, 8192], [4096, 16384]))
+    cfgs = pl.DataFrame([{"tile_m": 128, "tile_n": tn, "stages": 4, "persistent": True} for tn in (128, 256)])
+    meas = A.synthetic_measurements(truth, shapes, cfgs, noise=0.01, seed=5)
+    start = C.with_values(PS, "ws-hopper", "bf16", {"math_flops_per_us": 0.7 * peak})
+    _, rep = C.fit_constants(meas, start, names=("math_flops_per_us", "t_epilogue_us"))
+    assert rep["ws-hopper/bf16"]["values"]["math_flops_per_us"] == pytest.approx(peak, rel=1e-3)
+    assert C.ceilings(PS, "ws-hopper", "bf16") == {"math_flops_per_us": peak}

@@ -8,7 +8,8 @@ on log(predicted / measured) over ``status == ok`` full-mode rows.
 Each fitted quantity q is q0 * exp(theta) with q0 its current value (microbench fit or
 descriptor default); theta is bounded to +-ln(8) and pulled to 0 by a ridge prior of
 weight ``prior`` per parameter, so constants the data do not constrain stay at their
-physical defaults instead of wandering. One-sigma uncertainties come from the Jacobian
+physical defaults instead of wandering. A rate with a hard physical ceiling stays under it
+(``ceilings``: the tensor cores' peak at the descriptor's clock). One-sigma uncertainties come from the Jacobian
 at the optimum (Gauss-Newton covariance scaled by the residual variance).
 
 Only ever call this with training rows: ``fit.accuracy`` calls it inside each fold and,
@@ -22,7 +23,7 @@ import polars as pl
 
 from ..errors import UserError
 from ..models import ws_pipelined as W
-from ..params import PARAM_NAMES, ParamSet
+from ..params import PARAM_NAMES, ParamSet, default_params
 from ..progress import bar
 from ..tables import canonical_order, valid_rows
 
@@ -30,6 +31,25 @@ from ..tables import canonical_order, valid_rows
 # marked fitted, in the order of PipelinedConstants' fields
 FIT_NAMES = ("math_flops_per_us", "t_epilogue_us", "load_latency_us", "t_init_us") + W.FITTED
 BOUND = float(np.log(8.0))
+
+
+def ceilings(pset: ParamSet, family: str, dtype: str) -> dict[str, float]:
+    """Fitted values no kernel can exceed, by name: ``math_flops_per_us`` at most the
+    descriptor's peak (tensor-core, or FMA for simt, FLOP per clock per SM x the maximum
+    SM clock). Above it the fit would be buying accuracy with an impossible rate, paid back
+    by other terms (issue 17 step 9)."""
+    try:
+        return {"math_flops_per_us": default_params(pset.gpu, family, dtype).math_flops_per_us}
+    except UserError:  # no rate of this dtype on this GPU: no ceiling to keep
+        return {}
+
+
+def _bounds(names, base: dict, ceiling: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) of theta per name: +-BOUND, hi lowered to a ceiling (and lo with it where
+    the starting value is already above the ceiling)."""
+    hi = np.array([min(BOUND, float(np.log(ceiling[n] / base[n]))) if n in ceiling else BOUND for n in names])
+    lo = np.minimum(np.full(len(names), -BOUND), hi - 1e-9)
+    return lo, hi
 
 
 def _current(pset: ParamSet, family: str, dtype: str) -> dict[str, float]:
@@ -92,8 +112,10 @@ def fit_constants(meas: pl.DataFrame, pset: ParamSet, names=FIT_NAMES, prior: fl
             r = np.log(np.maximum(pred, 1e-9)) - y
             return np.concatenate([r, np.sqrt(prior) * theta])
 
-        x0 = np.zeros(len(fit_names))
-        res = least_squares(residuals, x0, bounds=(-BOUND, BOUND), loss=loss, f_scale=0.05,
+        lo, hi = _bounds(fit_names, base, ceilings(out, family, dtype))
+        # start inside the bounds: least_squares does not move a parameter started on one
+        x0 = np.maximum(np.minimum(0.0, hi - 0.01), (lo + hi) / 2)
+        res = least_squares(residuals, x0, bounds=(lo, hi), loss=loss, f_scale=0.05,
                             x_scale=1.0, diff_step=1e-3, max_nfev=200 * max(len(fit_names), 1))
         r = res.fun[: len(y)]
         values = {name: base[name] * float(np.exp(t)) for name, t in zip(fit_names, res.x)}

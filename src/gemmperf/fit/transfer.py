@@ -6,7 +6,8 @@ descriptor said; the transfer keeps that factor and applies it to what the targe
 microbenchmarks and descriptor say, each value by its unit:
 
 - ``t_init_us``, ``t_epilogue_us``, ``math_flops_per_us`` (``BY_MICROBENCH``): the fit's
-  factor on the source's microbenchmark value, times the target's microbenchmark value;
+  factor on the source's microbenchmark value, times the target's microbenchmark value
+  (the math rate at most the target's peak, ``constants.ceilings``);
 - ``load_latency_us`` (``AS_IS``): carried as it is. The microbenchmarks' latency is the
   intercept of an unloaded load sweep (0.09-0.14 us on the H100 and H200), the fit's is
   the loaded TMA round trip (0.7-0.8 us on both): a ratio of the two means nothing;
@@ -28,6 +29,7 @@ from ..models import ws_pipelined as W
 from ..params import ParamSet
 from ..tables import CONFIG_KEY
 from . import protocol as P
+from .constants import ceilings
 
 BY_MICROBENCH = ("t_init_us", "t_epilogue_us", "math_flops_per_us")
 AS_IS = ("load_latency_us",)
@@ -70,6 +72,8 @@ def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet,
         dst = target_base.get(family, dtype)
         values = {name: getattr(dst, name) * _ratio(getattr(src, name), getattr(base, name))
                   for name in BY_MICROBENCH}
+        for name, ceiling in ceilings(target_base, family, dtype).items():  # the target's peak, as in a fit
+            values[name] = min(values[name], ceiling)
         values.update({name: getattr(src, name) for name in AS_IS})
         constants = {name: value * scale.get(name, 1.0) for name, value in src.constants.items()}
         entries[(family, dtype)] = dataclasses.replace(dst, **values, constants=constants, source="transferred",

@@ -31,15 +31,14 @@ order. Variables:
   waiting time is everything but their busy time before the last epilogue:
   ``first_dma + mainloop - waves * MATH``.
 - ws-pipelined (from pipelined.py's table): the ring depth B (Int, with the legal stage
-  range and the shared-memory budget per class from the skeleton), time = A + PkF + PkL
-  with Pk = If(b >= B*, m, q), q = l/b through one implication per legal stage value
-  (``b == v -> q == l/v``: linear), m and l per (class, variant) already multiplied by
-  the periods' count (cF or cL: the variant's K split or stream-K changes them), B* =
-  ceil(l/m) an integer per (class, variant) (exactly max(m, l/B) for integer B), the sum
-  and the wait. Per (class, variant, persistent) an implied bound time >= A + cF*mF +
-  cL*mL (Pk >= m) is added: redundant, but bound propagation then prunes whole groups
-  (about 10x faster on simt's 27 tiles). Tabled fallback: one line per configuration
-  with its time and wait.
+  range and the shared-memory budget per class from the skeleton), time = A + K with K
+  the time of the K loops' steady periods, one implication per (class, variant) and legal
+  stage value (``cls == i & raster == r & b == v -> K == K(i, r, v)``: the periods are
+  the ring's p-norm of its terms, so each depth has its own value), A and D per (class,
+  variant, persistent), and the wait. Per (class, variant, persistent) an implied bound
+  time >= A + min over its depths of K is added: redundant, but bound propagation then
+  prunes whole groups (about 10x faster on simt's 27 tiles). Tabled fallback: one line
+  per configuration with its time and wait.
 
 Pruned (``keep``, an ``encode.Kept``): only the kept configurations' classes, groups and
 stages get lines, and one assertion restricts (cls, raster, pers, b) to them; per class,
@@ -47,8 +46,8 @@ the values of the integer divisions (ws-stage's S and W, ws-persistent's fw and 
 asserted too: implied by the lines above (a wrong value would make the encoding unsat,
 never change its optimum), they spare Z3 the integer search.
 
-About 8 + 2*#classes assertions (ws-pipelined: about #classes*(1 + 3*#rasters) + #stages
-+ 8) and about 20 variables; K changes constants only.
+About 8 + 2*#classes assertions (ws-pipelined: about #classes*(1 + #rasters*(#stages + 2))
++ 8, about 3/4 of a per-configuration table) and about 20 variables; K changes constants only.
 """
 
 from __future__ import annotations
@@ -60,7 +59,7 @@ import numpy as np
 from ..kernels import family_of
 from ..problem import KernelConfig
 from .exact import persistent_class, stage_class
-from .pipelined import PipeTable, period_parts
+from .pipelined import PipeTable
 from .space import (N_VARIANTS, VARIANT_FIELDS, Consts, Q, check_model, class_key, rank_parts, space_key,
                     variant_code, variant_fields)
 
@@ -72,9 +71,7 @@ MODEL_VARS = {
                  ("Sm", "Real"), ("wave", "Real"), ("wait1", "Real")),
     "ws-persistent": (("fw", "Int"), ("rem", "Int"), ("first_dma", "Real"), ("mainloop", "Real"),
                       ("last_epi", "Real"), ("rem_wave", "Real"), ("math", "Real")),
-    "ws-pipelined": (("mF", "Real"), ("lF", "Real"), ("BF", "Int"), ("mL", "Real"), ("lL", "Real"),
-                     ("BL", "Int"), ("A", "Real"), ("D", "Real"), ("qF", "Real"), ("qL", "Real"),
-                     ("PkF", "Real"), ("PkL", "Real"), ("vol", "Int")),
+    "ws-pipelined": (("A", "Real"), ("D", "Real"), ("K", "Real"), ("vol", "Int")),
 }
 ALL_VARS = CHOICE_VARS + tuple(v for model_vars in MODEL_VARS.values() for v in model_vars)
 FIELD_VAR = {"tile_m": "tm", "tile_n": "tn", "tile_k": "tk", "cluster_m": "cm", "cluster_n": "cn",
@@ -311,29 +308,24 @@ def _encode_pipelined(sk: Skeleton, tab: PipeTable, keep: Kept | Every) -> list[
     L = []
     for i in keep.classes:
         d = tab.entry(i)
-        L.append(f"(assert (=> (= cls {i}) (and (= time (+ A PkF PkL)) (= vol {d['vol']}))))")
+        L.append(f"(assert (=> (= cls {i}) (and (= time (+ A K)) (= vol {d['vol']}))))")
         for r in d["variants"]:
-            if not (keep.has((i, r, False)) or keep.has((i, r, True))):
+            groups = [p for p in (False, True) if tab.ad(i, r, p) is not None and keep.has((i, r, p))]
+            if not groups:
                 continue
-            cF, cL, *periods = tab.per(i, r)
-            (mF, lF, BF), (mL, lL, BL) = (period_parts(m, l) for m, l in periods)
-            # the periods' counts scale m and l: cF*max(mF, lF/b) = max(cF*mF, cF*lF/b)
-            mF, lF, mL, lL = cF * mF, cF * lF, cL * mL, cL * lL
-            L.append(f"(assert (=> (and (= cls {i}) (= raster {r})) (and (= mF {_num(mF)}) (= lF {_num(lF)}) "
-                     f"(= BF {BF}) (= mL {_num(mL)}) (= lL {_num(lL)}) (= BL {BL}))))")
-            for p in (False, True):
-                ad = tab.ad(i, r, p)
-                if ad is None or not keep.has((i, r, p)):
-                    continue
-                a, dd = ad
-                # implied bound: the periods are at least m, so time >= A + cF*mF + cL*mL
-                # (redundant, but it lets bound propagation prune a group; ~10x faster)
-                floor = a + mF + mL
+            ring = tab.ring(i, r)
+            depths = sorted(ring) if isinstance(keep, Every) else \
+                sorted(set().union(*(keep.groups[(i, r, p)] for p in groups)))
+            for b in depths:
+                L.append(f"(assert (=> (and (= cls {i}) (= raster {r}) (= b {b})) (= K {_num(ring[b])})))")
+            for p in groups:
+                a, dd = tab.ad(i, r, p)
+                # implied bound: K is at least its least value over the group's depths, so time >=
+                # A + min K (redundant, but it lets bound propagation prune a group; ~10x faster)
+                bs = depths if isinstance(keep, Every) else sorted(keep.groups[(i, r, p)])
+                floor = a + min(ring[b] for b in bs)
                 L.append(f"(assert (=> (and (= cls {i}) (= raster {r}) {_pers(p)}) "
                          f"(and (= A {_num(a)}) (= D {_num(dd)}) (>= time {_num(floor)}))))")
-    for v in tab.stages if isinstance(keep, Every) else sorted(set().union(*keep.groups.values())):
-        L.append(f"(assert (=> (= b {v}) (and (= qF (/ lF {v}.0)) (= qL (/ lL {v}.0)))))")
-    L.append("(assert (and (= PkF (ite (>= b BF) mF qF)) (= PkL (ite (>= b BL) mL qL))))")
     L.append("(assert (= wait (- time D)))")
     return L
 

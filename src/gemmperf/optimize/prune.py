@@ -12,8 +12,8 @@ ws-pipelined), so a bound on it is a bound on what Z3 would have seen.
    optimum's class: if that class is not ``a``'s, t_r <= t_a; if it is, ``b`` lies
    outside it and t_r <= t_b (without a runner-up, U = t_a).
 2. Bounds. A lower bound on each configuration's exact time: the closed form's value
-   itself (ws-stage, ws-persistent: exact.py; ws-pipelined: A + cF*max(mF, lF/B) +
-   cL*max(mL, lL/B) from the table, or the tabled time).
+   itself (ws-stage, ws-persistent: exact.py; ws-pipelined: A + K(B) from the table, or
+   the tabled time).
 3. Dropping. A configuration is dropped only if its bound exceeds U * (1 + tol), tol the tie tolerance of the time (ws-pipelined's TIE_TOL: times
    within tol of the optimum are ties and go to the next objective; 0 otherwise). Such a
    configuration is slower than the optimum and the runner-up by more than the
@@ -23,11 +23,10 @@ ws-pipelined), so a bound on it is a bound on what Z3 would have seen.
 Nothing above depends on what a configuration varies beside its tile class: the variant
 (raster, raster group, epilogue, schedule, and since issue 16 the K split and stream-K,
 ``space.variant_code``), the ring depth and persistence enter only through each
-configuration's own value. ws-pipelined's value is A + cF*max(mF, lF/B) + cL*max(mL,
-lL/B) with A, D of its own (class, variant, persistent) group and cF, cL, mF, lF, mL, lL
-of its own (class, variant) -- a K split changes the periods' counts (S = ceil(KT/Sk) per
-item, waves of items) and the fix-up in A, stream-K the counts (I minus the segment
-ends), and pipelined_table checks on every configuration that the split reproduces the
+configuration's own value. ws-pipelined's value is A + K(B) with A, D of its own (class,
+variant, persistent) group and K of its own (class, variant, B) -- a K split changes the
+periods' count (S = ceil(KT/Sk) per item, waves of items) in K and the fix-up in A,
+stream-K the count (I minus the segment ends), and pipelined_table checks on every configuration that the split reproduces the
 model, else the table holds evaluate()'s values themselves; ws-stage and ws-persistent
 do not see the variant (their exact values are per class and ring depth). The
 incumbents and U are taken over every configuration matching the pins (the pins of
@@ -36,9 +35,8 @@ tol): however the space grows, what is dropped can be neither optimum nor runner
 
 ws-pipelined's bounds are compared in floats: the table holds float64 values whose
 exact rationals (``Q``) are their shortest decimal forms, within 2**-53 relative, and
-the closed form adds three non-negative-coefficient terms (one division, two products,
-two sums). A configuration is dropped only if its float time exceeds the float threshold by more
-than 1e-9 of (|A| + cF*max(..) + cL*max(..) + threshold): six orders of magnitude above
+the closed form is one sum. A configuration is dropped only if its float time exceeds the
+float threshold by more than 1e-9 of (|A| + K + threshold): six orders of magnitude above
 the rounding (< 1e-14 relative), so the exact time exceeds the exact threshold.
 The encoding then holds the kept configurations only (the choice restricted to them, the
 model's constants of their classes and groups: ``encode.Kept``).

@@ -229,7 +229,8 @@ class SpaceFacts:
     """What the optimizer asks of a space on every shape, computed once per space: its
     tile classes in ascending order and their index, each configuration's position, class
     index, variant code and persistence, the first configuration (in space order) of each
-    class, (class, variant) and (class, variant, persistent) group, the ring depths."""
+    class, (class, variant, persistent) group and (class, variant, ring depth), the ring
+    depths."""
 
     configs: tuple  # the space (held, so that space_key stays exact)
     classes: list
@@ -238,12 +239,12 @@ class SpaceFacts:
     cls: np.ndarray
     variant: np.ndarray
     persistent: np.ndarray
-    r0: np.ndarray  # per configuration, the first of its (class, variant)
     g0: np.ndarray  # per configuration, the first of its (class, variant, persistent) group
+    k0: np.ndarray  # per configuration, the first of its (class, variant, stages)
     class_first: dict  # class -> position of its first configuration
     variants_of: dict  # class -> its variants, ascending
-    first_r: dict  # (class, variant) -> position of its first configuration
     first_g: dict  # (class, variant, persistent) -> position of its first configuration
+    first_k: dict  # (class, variant) -> {stages: position of the first configuration with them}
     stages: tuple  # the ring depths, ascending
     bmax: int
     ints: dict  # tile_m, tile_n, tile_k, stages, cluster_m, cluster_n: int64 arrays
@@ -281,8 +282,12 @@ def _facts(space) -> SpaceFacts:
     cls = np.array([index[class_key(c)] for c in space], dtype=np.int64)
     variant = np.array([variant_code(c) for c in space], dtype=np.int64)
     pers = np.array([bool(c.persistent) for c in space], dtype=np.int64)
-    r0 = _first_of(cls * N_VARIANTS + variant)
     g0 = _first_of((cls * N_VARIANTS + variant) * 2 + pers)
+    stages = np.array([c.stages for c in space], dtype=np.int64)
+    k0 = _first_of((cls * N_VARIANTS + variant) * (int(stages.max()) + 1) + stages)
+    first_k: dict = {}
+    for j in np.unique(k0).tolist():
+        first_k.setdefault((int(cls[j]), int(variant[j])), {})[int(stages[j])] = j
     first_r, first_g, class_first, variants_of = {}, {}, {}, {}
     for j in np.unique(g0).tolist():
         i, r, p = int(cls[j]), int(variant[j]), bool(pers[j])
@@ -292,8 +297,9 @@ def _facts(space) -> SpaceFacts:
         class_first[i] = min(class_first.get(i, j), j)
     return SpaceFacts(configs=tuple(space), classes=classes, index=index,
                       position={c: j for j, c in reversed(list(enumerate(space)))}, cls=cls, variant=variant,
-                      persistent=pers, r0=r0, g0=g0, class_first=class_first,
-                      variants_of={i: sorted(v) for i, v in variants_of.items()}, first_r=first_r, first_g=first_g,
+                      persistent=pers, g0=g0, k0=k0, class_first=class_first,
+                      variants_of={i: sorted(v) for i, v in variants_of.items()}, first_g=first_g,
+                      first_k=first_k,
                       stages=tuple(sorted({c.stages for c in space})), bmax=max(c.stages for c in space),
                       ints={k: np.array([getattr(c, k) for c in space], dtype=np.int64)
                             for k in ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n")})

@@ -54,10 +54,13 @@ assumption so its contribution shows):
 - ``cluster_sync``: a cluster's CTAs start and leave together (its launch, the cluster
   barriers, the first k-block waiting for every peer's multicast slice): once on a
   persistent grid, once per wave otherwise (in ``overhead_us``).
+- ``ring_jitter``: a k-block's times vary, so the ring's period is a p-norm of its three
+  terms, slower than the slowest where two are close.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and
-Pk(a) = max(Tc, x, (lat_ring + lat_oob + x + Tc)/B) the steady period:
+Pk(a) = max(Tc, x, (lat_ring + lat_oob + x + Tc)/B) the steady period (a p-norm with
+``ring_jitter``):
     fill(a) = load_latency_us + lat_oob(a) + x(a),   Lk(a) = (S - 1)*Pk(a) + Tc
     E(a)    = the epilogue (compose.epilogue) + split-K's fix-up F_split(a) (0 otherwise)
 Whole kernel, W = F + [R > 0] waves of work items (F full waves with a = P, then R CTAs;
@@ -83,7 +86,8 @@ state: "load" (x, DRAM term), "l2" (x, L2 term), "math", "smem", "latency" (the
 Columns: predicted_us, limiter, init_us, fill_us, mainloop_us, epilogue_us,
 reduction_us (split-K's and stream-K's partial writes, arrivals and fix-up reads),
 overhead_us (predicted_us is their sum), full_periods and last_periods (the K loops'
-steady periods on the critical path, of the full waves and of the last one),
+steady periods on the critical path, of the full waves and of the last one), ring_us
+(their time: the part of the main loop the ring depth B changes),
 stage_load_us, stage_math_us, stage_smem_us, stage_period_us (first wave),
 full_wave_period_us (a full wave's, averaged over the waves' L2 hit rates),
 l2_hit_rate_est, padding_waste, tiles (T), work_items (CTAs' worth of work items),

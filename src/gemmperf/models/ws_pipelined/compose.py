@@ -192,6 +192,8 @@ def evaluate(*, model_options: dict | None = None, grid: Grid | None = None, **n
     full = wave(x, g.full, full_wave_hit_rate(x), t_c, pad)
     last = wave(x, g.last, E.l2_reuse(x, g.last), t_c, pad)
     terms = kernel_terms(x, first, full, last, pad.work_scale, t_c)
+    # the part of the main loop the ring depth B changes (the optimizer splits the time by it)
+    ring = pad.work_scale * (terms["full_periods"] * full.period + terms["last_periods"] * last.period)
     total = terms["init_us"] + terms["fill_us"] + terms["mainloop_us"] + terms["epilogue_us"] + terms["overhead_us"]
     total = np.where(terms["reduction_us"] > 0, total + terms["reduction_us"], total)
     columns = {
@@ -201,6 +203,7 @@ def evaluate(*, model_options: dict | None = None, grid: Grid | None = None, **n
         "stage_load_us": first.t_load,
         "stage_math_us": t_math,
         "stage_smem_us": t_smem,
+        "ring_us": ring,
         "stage_period_us": first.period,
         "full_wave_period_us": np.where(g.full_waves > 0, full.period, first.period),
         "l2_hit_rate_est": h_first,

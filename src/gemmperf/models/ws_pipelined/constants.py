@@ -100,6 +100,10 @@ class PipelinedConstants:
         "barrier before the first multicast, the first k-block's wait for every peer's slice, the barrier "
         "before exit (benchmarks/cluster_probe.py: 1.5 us per wave on the H100 with one k-block)", 0.0, 5.0,
         rows=clustered)
+    period_sharpness: float = _const(
+        fixed(4.0), "1", "exponent of the p-norm that takes the ring's period from its terms (multiply, "
+        "transfer, round trip over the slots): infinite for fixed times, lower the more a k-block's times "
+        "vary", 1.5, 16.0)
     coalesce_distance: float = _const(
         fixed(2.0), "CTAs", "launch-order distance over which simultaneous panel reads merge in L2", 0.1, 64.0)
     one_wg_math_share: float = _const(

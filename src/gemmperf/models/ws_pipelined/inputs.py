@@ -34,6 +34,7 @@ class Switches:
     stream_k_fixup: bool = True
     cluster_lockstep: bool = True
     cluster_sync: bool = True
+    ring_jitter: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
