@@ -128,6 +128,8 @@ def test_predict_transfer_from_another_gpus_fit(tmp_path, monkeypatch, capsys):
                                             r"results/a100-sxm4-80gb/params\.json"),
     (["--transfer-from", "nonsense"], r"--transfer-from nonsense: unknown GPU 'nonsense'"),
     (["--transfer-from", "h100-sxm5-80gb", "--corrected"], r"no residual correction is learned"),
+    (["--anchor", "h100.csv"], r"--anchor: give --transfer-from GPU too"),
+    (["--transfer-from", "h100-sxm5-80gb", "--anchor", "missing.csv"], r"missing\.csv: measurement file not found"),
 ])
 def test_predict_transfer_from_refusals_are_one_line(tmp_path, monkeypatch, capsys, argv, match):
     from gemmperf.app.cli import main
@@ -163,3 +165,69 @@ def test_a_what_if_gpu_is_carried_onto_its_descriptor(tmp_path, monkeypatch, cap
     clock = a100.sm_clock_mhz / H100.sm_clock_mhz
     assert out.constants["smem_bytes_per_us"] == pytest.approx(p.constants["smem_bytes_per_us"] * clock)
     assert out.t_init_us == pytest.approx(1.5)  # both bases are the descriptor default
+
+
+def test_anchored_cancels_what_the_model_gets_wrong_on_both_gpus():
+    """A kernel the model misjudges by the same factor on both GPUs (each configuration its
+    own factor, 0.7x to 1.6x): the source's measured time times the model's ratio of the
+    GPUs gives the target's time exactly; configurations the source did not measure have
+    none, and on the same GPU the anchored time is the measured one."""
+    import itertools
+
+    import numpy as np
+
+    from gemmperf.fit.accuracy import synthetic_measurements
+    from gemmperf.fit.transfer import anchored
+
+    from gemmperf.tables import CONFIG_DEFAULTS, TILING_COLUMNS
+
+    base = {c: CONFIG_DEFAULTS[c] for c in TILING_COLUMNS}
+    cfgs = pl.DataFrame([{**base, "tile_m": tm, "tile_n": tn, "persistent": p}
+                         for tm, tn, p in itertools.product([64, 128], [128, 256], [False, True])])
+    shapes = [(512, 1024, 4096), (4096, 8192, 512), (1, 4096, 4096)]
+    src_fit, dst_model = ParamSet(gpu=H100), ParamSet(gpu=H200)
+    src = synthetic_measurements(src_fit, shapes, cfgs, noise=0.0)
+    dst = synthetic_measurements(dst_model, shapes, cfgs, noise=0.0)
+    wrong = np.exp(np.random.default_rng(7).uniform(np.log(0.7), np.log(1.6), src.height))
+    src = src.with_columns(pl.col("time_us") * wrong)  # both tables: the same rows, in the same order
+    dst = dst.with_columns(pl.col("time_us") * wrong)
+    unmeasured = synthetic_measurements(dst_model, [(777, 999, 333)], cfgs, noise=0.0)
+    target = pl.concat([dst, unmeasured]).with_columns(
+        W.predict(pl.concat([dst, unmeasured]), dst_model).get_column("predicted_us"))
+    out = anchored(target, src, src_fit)
+    got = out.head(dst.height)
+    assert got.get_column("anchored_us").to_numpy() == pytest.approx(dst.get_column("time_us").to_numpy(), rel=1e-9)
+    # the model alone is off by the factor, the reused source time by the GPUs' ratio
+    assert not np.allclose(got.get_column("predicted_us").to_numpy(), dst.get_column("time_us").to_numpy(), rtol=0.05)
+    assert not np.allclose(got.get_column("source_us").to_numpy(), dst.get_column("time_us").to_numpy(), rtol=0.01)
+    assert out.tail(unmeasured.height).get_column("anchored_us").null_count() == unmeasured.height
+    same = src.with_columns(W.predict(src, src_fit).get_column("predicted_us"))
+    assert anchored(same, src, src_fit).get_column("anchored_us").to_numpy() == pytest.approx(
+        src.get_column("time_us").to_numpy(), rel=1e-9)
+
+
+def test_predict_anchored_on_the_source_gpus_measurements(tmp_path, monkeypatch, capsys):
+    """--anchor: each configuration the H100 measured is also answered by its measured time
+    times the ratio of the transfer's prediction to the H100 fit's; one it did not measure
+    only by the transfer."""
+    from gemmperf.app.cli import main
+
+    fitted = _cli_results(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    shipped = pl.read_csv(REPO / "results" / "h100-sxm5-80gb" / "shipped" / "measurements" / "llm.csv",
+                          infer_schema_length=None)
+    shipped.head(3).write_csv("h100.csv")
+    asked = shipped.head(4)  # the fourth is not in h100.csv
+    asked.write_csv("asked.csv")
+    assert main(["predict", "--gpu", "h200-sxm-141gb", "--transfer-from", "h100-sxm5-80gb", "--input", "asked.csv",
+                 "--anchor", "h100.csv", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    plain = [r for r in rows if r["model"] == "ws-pipelined"]
+    anchored = [r for r in rows if r["model"] == "ws-pipelined anchored on h100-sxm5-80gb"]
+    assert len(plain) == 4 and len(anchored) == 3
+    src = W.predict(shipped.head(3), fitted).get_column("predicted_us").to_list()
+    for r, own, measured in zip(anchored, src, shipped.head(3).get_column("time_us").to_list()):
+        twin = next(p for p in plain if all(p[c] == r[c] for c in ("m", "n", "k", "tile_m", "tile_n", "stages",
+                                                                   "cluster_m", "epilogue", "schedule")))
+        assert r["predicted_us"] == pytest.approx(measured * twin["predicted_us"] / own, rel=1e-9)
+        assert r["source_us"] == pytest.approx(measured)

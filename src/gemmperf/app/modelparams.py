@@ -77,11 +77,12 @@ def microbench_file(slug: str, dtype: str = "bf16") -> Path | None:
 
 
 def transferred_params(gpu: GPU, source: str, params_path: str | None, overrides: list[str] | None = None,
-                       dtype: str = "bf16") -> ParamSet:
-    """``gpu``'s parameters carried over from the fit of GPU ``source`` (``fit.transfer``):
-    its params.json (``--params``, else the workflow's of ``dtype``) expressed against its
-    microbenchmarks, applied to ``gpu``'s, where both GPUs have them (``microbench_file``);
-    else against both descriptors. No GEMM measured on ``gpu`` enters; ``--set`` on top."""
+                       dtype: str = "bf16") -> tuple[ParamSet, ParamSet]:
+    """(``gpu``'s parameters carried over from the fit of GPU ``source`` (``fit.transfer``),
+    that fit): its params.json (``--params``, else the workflow's of ``dtype``) expressed
+    against its microbenchmarks, applied to ``gpu``'s, where both GPUs have them
+    (``microbench_file``); else against both descriptors. No GEMM measured on ``gpu``
+    enters; ``--set`` on top."""
     try:
         src_gpu = resolve_gpu(source)
     except UserError as err:
@@ -97,7 +98,7 @@ def transferred_params(gpu: GPU, source: str, params_path: str | None, overrides
     pset.origin = (f"the fit of {src_gpu.slug} ({fitted.origin}) carried onto {onto}; no GEMM measured on "
                    f"{gpu.slug} (unverified)")
     pset.overrides.update(parse_overrides(overrides))
-    return pset
+    return pset, fitted
 
 
 def fitted_of(src_gpu: GPU, params_path: str | None, dtype: str, flag: str) -> ParamSet:

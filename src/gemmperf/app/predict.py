@@ -17,16 +17,19 @@ import polars as pl
 from .. import configs
 from ..errors import UserError, where
 from ..fit.residual import Correction, load_correction
+from ..fit.transfer import anchored
 from ..kernels import get_family
 from ..models import MODELS, ws_stage
 from ..predictions import candidate_table, predict_all
 from ..problem import (DEFAULT_GROUP_M, EPILOGUES, FAMILIES, RASTERS, SCHEDULES, KernelConfig, parse_shape,
                        read_testlist)
+from ..tables import CONFIG_KEY, read_measurements, valid_rows
 from . import answers
 from .explain import explain_row
 from .modelparams import add_gpu_flags, resolve_params, transferred_params
 from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu, run_name
 
+ANCHORED = "ws-pipelined anchored"
 SHOWN = ("model", "m", "n", "k", "tile_m", "tile_n", "stages", "predicted_us", "limiter", "what_if")
 OUTPUT_SUFFIXES = (".csv", ".parquet", ".json")
 # simulate emits W * (3 S + 1) events (W waves, S k-blocks); more than this is refused
@@ -48,6 +51,9 @@ PREDICT_EPILOG = """examples:
       --stream-k
   gemmperf predict --gpu h100-sxm5-80gb --shape 4096x4096x4096 --dtype fp8 --explain
   gemmperf predict --gpu h200-sxm-141gb --transfer-from h100-sxm5-80gb --shape 4096x4096x4096
+  gemmperf predict --gpu h200-sxm-141gb --transfer-from h100-sxm5-80gb \
+      --input results/h100-sxm5-80gb/shipped/measurements/llm.csv \
+      --anchor results/h100-sxm5-80gb/shipped/measurements/llm.csv
 
 A configuration no kernel implements (tile, stages, shared memory, registers, dtype,
 architecture, clusters, a mode other than full) and a shape whose A, B and C do not fit
@@ -58,7 +64,10 @@ than bf16), else the GPU descriptor's defaults: the answer says which. --transfe
 predicts --gpu from GPU's fit instead, carried over by the units of each value onto --gpu's
 microbenchmarks (shipped, or the workflow's results/<gpu>/microbench.csv), or onto its
 descriptor where either GPU has none: no GEMM measured on --gpu enters (issue 18's transfer;
-benchmarks/transfer.py scores it).
+benchmarks/transfer.py scores it). With --anchor (that GPU's measurement CSVs), a
+configuration it measured is also answered by its measured time times the model's ratio
+of the two GPUs (model "ws-pipelined anchored on <GPU>"): what the model gets wrong about
+the kernel on both GPUs cancels (fit.transfer.anchored).
 
 --split-k S shares each tile's K among S CTAs (ws-hopper: 2, 3, 4, 6, 8 or 16), --stream-k
 lets a persistent kernel's CTAs share the (tile, k-block) iterations evenly; both run the
@@ -204,13 +213,30 @@ def _what_if_note(out: pl.DataFrame) -> str | None:
     return f"what-if: {flagged.height} of {out.height} row(s) no kernel implements: {'; '.join(reasons[:3])}"
 
 
+def _anchored(table: pl.DataFrame, pset, fitted, files: list[str]) -> tuple[pl.DataFrame, str]:
+    """(rows of model ``ANCHORED``, a note): the configurations of ``table`` that the
+    source GPU's measurement ``files`` hold, timed by the transfer anchored on them
+    (``fit.transfer.anchored``)."""
+    pred = predict_all(table, pset, ["ws-pipelined"])
+    measured = pl.concat([valid_rows(read_measurements(f)) for f in files], how="diagonal_relaxed")
+    measured = measured.join(pred.select(CONFIG_KEY), on=list(CONFIG_KEY), how="semi")
+    out = anchored(pred, measured, fitted).filter(pl.col("anchored_us").is_not_null())
+    name = f"{ANCHORED} on {fitted.gpu.slug}"
+    note = (f"anchored: {out.height} of {pred.height} configuration(s) measured on {fitted.gpu.slug} in "
+            f"{len(files)} file(s): its measured time x ws-pipelined's ratio of the two GPUs")
+    rows = out.with_columns(pl.col("anchored_us").alias("predicted_us"), pl.lit(name).alias("model"))
+    return rows.drop("anchored_us", "source_model_us"), note
+
+
 def cmd_predict(a) -> int:
     gpu = resolve_gpu(a.gpu)
+    if a.anchor and not a.transfer_from:
+        raise UserError("--anchor: give --transfer-from GPU too (the GPU the measurements were taken on)")
     if a.transfer_from:
         if a.correction or a.corrected:
             raise UserError("--transfer-from: no residual correction is learned for a GPU without GEMM "
                             "measurements; leave out --correction / --corrected")
-        pset = transferred_params(gpu, a.transfer_from, a.params, a.set, a.dtype)
+        pset, fitted = transferred_params(gpu, a.transfer_from, a.params, a.set, a.dtype)
     else:
         pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu, a.dtype)
     table, origin = _table(a, gpu)
@@ -221,10 +247,14 @@ def cmd_predict(a) -> int:
         correction = correction or load_correction(RESULTS, run_name(gpu.slug, a.dtype))
         names = [n for n in names if n != "ws-pipelined"] if a.model == "all" else []
     out = predict_all(table, pset, names, correction)
+    anchor_note = None
+    if a.anchor:
+        rows, anchor_note = _anchored(table, pset, fitted, a.anchor)
+        out = pl.concat([out, rows], how="diagonal_relaxed")
     answers.check_times(out)
     source = answers.params_source(pset, answers.table_pairs(table))
     out = out.with_columns(pl.lit(source).alias("params_source"))
-    note = _what_if_note(out)
+    note = "\n".join(n for n in (_what_if_note(out), anchor_note) if n) or None
     if a.output:
         _write(out, a.output)
         print(f"parameters: {source}", file=sys.stderr)
@@ -305,6 +335,10 @@ def add_parsers(sub) -> None:
                    help="predict --gpu from another GPU's fit (its params.json, or --params), carried over by "
                    "the units of each value onto --gpu's microbenchmarks (else its descriptor): no GEMM "
                    "measured on --gpu, e.g. --gpu h200-sxm-141gb --transfer-from h100-sxm5-80gb")
+    p.add_argument("--anchor", nargs="+", metavar="CSV",
+                   help="with --transfer-from: that GPU's measurement CSVs; each configuration measured there "
+                   "is also answered by its measured time x ws-pipelined's ratio of the two GPUs (model "
+                   f"'{ANCHORED} on <GPU>'), e.g. --anchor results/h100-sxm5-80gb/shipped/measurements/llm.csv")
     p.add_argument("--model", default="ws-pipelined",
                    help=f"comma-separated models ({', '.join(MODELS)}) or all (default ws-pipelined), "
                    "e.g. --model sol,ws-pipelined")

@@ -31,7 +31,8 @@ def cmd_transfer(a) -> int:
     pset, source_base, target_base = carried(fitted, gpu, a.source_microbench, a.microbench, a.dtype)
     target = _rows(a.measurements, gpu.slug)
     source = _rows(a.source_measurements, src_gpu.slug) if a.source_measurements else None
-    preds, summary = score(baselines(fitted, source_base, target_base, pset), target, source, src_gpu.slug)
+    preds, summary = score(baselines(fitted, source_base, target_base, pset), target, source, src_gpu.slug,
+                           source_fit=fitted)
     onto = "microbenchmarks" if a.source_microbench and a.microbench else "descriptors"
     meta = {"source": src_gpu.slug, "target": gpu.slug, "dtype": a.dtype, "source_params": a.source_params,
             "against": onto, "rows": preds.height, "shapes": preds.select("m", "n", "k").unique().height,
@@ -68,13 +69,15 @@ def add_parsers(sub) -> None:
                        "descriptor defaults, DRAM and L2 rates by the measured copy rates), with no GEMM measured "
                        "on the other GPU, and score it on that GPU's measured ws-hopper rows beside the "
                        "baselines: its descriptor alone, its microbenchmarks alone, the source's fit as it is, "
-                       "and the source's measured times of the same configurations reused.",
+                       "and the source's measured times of the same configurations reused; with those, also "
+                       "the transfer anchored on them (the source's measured time times the ratio of the "
+                       "two GPUs' predictions).",
                        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--source-gpu", required=True, help="the fitted GPU: catalog slug or hardware.json")
     p.add_argument("--source-params", required=True, help="its params.json (gemmperf fit)")
     p.add_argument("--source-microbench", nargs="?", help="its microbench.csv (both or neither: else descriptors)")
     p.add_argument("--source-measurements", nargs="*", default=[],
-                   help="its measurement CSVs (for the reused-times baseline)")
+                   help="its measurement CSVs (the reused-times baseline and the anchored transfer)")
     p.add_argument("--gpu", required=True, help="the GPU predicted: catalog slug or hardware.json")
     p.add_argument("--microbench", nargs="?", help="its microbench.csv")
     p.add_argument("--measurements", nargs="+", required=True,

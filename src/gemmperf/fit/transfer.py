@@ -16,6 +16,10 @@ microbenchmarks and descriptor say, each value by its unit:
   and L2 rates (``constants.rates``) scale with the ratio of the two GPUs' measured copy
   rates (microbenchmark rows ``dram`` and ``l2``) where both have them, else with their
   datasheet defaults.
+
+Where the source GPU measured a configuration, ``anchored`` gives a second answer: its
+measured time times the ratio of the transfer's prediction to the source fit's, so only
+the model's account of the change between the GPUs enters, not its error on the kernel.
 """
 
 from __future__ import annotations
@@ -87,6 +91,11 @@ def _ratio(value: float, base: float) -> float:
 
 
 
+def transfer_name(fitted: ParamSet, models: dict) -> str:
+    """The transfer's name among ``baselines``' models (the one ``anchored`` scales)."""
+    return next(name for name in models if name.startswith(f"transfer {fitted.gpu.slug} -> "))
+
+
 def baselines(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet, transferred: ParamSet) -> dict:
     """name -> ParamSet of the transfer and what it is compared with, on the target GPU:
     its descriptor alone, its microbenchmarks alone, the source's fit as it is, the transfer."""
@@ -99,13 +108,35 @@ def baselines(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet, tr
     }
 
 
+def anchored(target: pl.DataFrame, source_rows: pl.DataFrame, source_fit: ParamSet,
+             column: str = "predicted_us") -> pl.DataFrame:
+    """``target`` (rows predicted for the target GPU in ``column``) with, for each
+    configuration the source GPU measured (``source_rows``: time_us), ``source_us`` (its
+    mean measured time), ``source_model_us`` (``source_fit``'s prediction on the source)
+    and ``anchored_us``: the measured time times the model's ratio of the two GPUs,
+
+        anchored = source measured x (target model / source model),
+
+    no GEMM measured on the target. The model need not be right about either GPU, only
+    about how the configuration's time changes from one to the other: what it gets wrong
+    on both (the same kernel, the same shape) cancels. Nulls where the source did not
+    measure the configuration."""
+    src = W.predict(source_rows, source_fit)
+    per_config = src.group_by(list(CONFIG_KEY)).agg(pl.col("time_us").mean().alias("source_us"),
+                                                    pl.col("predicted_us").mean().alias("source_model_us"))
+    out = target.join(per_config, on=list(CONFIG_KEY), how="left")
+    return out.with_columns((pl.col("source_us") * pl.col(column) / pl.col("source_model_us")).alias("anchored_us"))
+
+
 def score(models: dict[str, ParamSet], target_rows: pl.DataFrame, source_rows: pl.DataFrame | None = None,
-          source: str = "source") -> tuple[pl.DataFrame, pl.DataFrame]:
+          source: str = "source", source_fit: ParamSet | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(predictions, summary): the target's development rows (``fit.protocol.development``)
     predicted by ws-pipelined under each of ``models`` (name -> ParamSet), and where
     ``source_rows`` are given the source GPU's measured time of the same configuration
-    ("<source> measured, reused"); scored on the rows every model answers (paired with a
-    source row where there are source rows) per shape class (``protocol.summary``)."""
+    ("<source> measured, reused") and, with ``source_fit`` (the source's fitted set, on
+    its own GPU), the transfer of ``baselines`` anchored on it (``anchored``: "transfer
+    anchored on <source> measured"); scored on the rows every model answers (paired with a source row where
+    there are source rows) per shape class (``protocol.summary``)."""
     preds = target_rows.with_columns([W.predict(target_rows, pset).get_column("predicted_us").alias(name)
                                       for name, pset in models.items()])
     columns = {name: name for name in models}
@@ -114,4 +145,9 @@ def score(models: dict[str, ParamSet], target_rows: pl.DataFrame, source_rows: p
         reused = source_rows.group_by(list(CONFIG_KEY)).agg(pl.col("time_us").mean().alias(name))
         preds = preds.join(reused, on=list(CONFIG_KEY), how="left").filter(pl.col(name).is_not_null())
         columns[name] = name
+        if source_fit is not None:
+            name = f"transfer anchored on {source} measured"
+            preds = anchored(preds, source_rows, source_fit, column=transfer_name(source_fit, models)).rename(
+                {"anchored_us": name}).drop("source_us", "source_model_us")
+            columns[name] = name
     return preds, P.summary(preds, columns=columns)
