@@ -135,8 +135,8 @@ def score(models: dict[str, ParamSet], target_rows: pl.DataFrame, source_rows: p
     ``source_rows`` are given the source GPU's measured time of the same configuration
     ("<source> measured, reused") and, with ``source_fit`` (the source's fitted set, on
     its own GPU), the transfer of ``baselines`` anchored on it (``anchored``: "transfer
-    anchored on <source> measured"); scored on the rows every model answers (paired with a source row where
-    there are source rows) per shape class (``protocol.summary``)."""
+    anchored on <source> measured"); scored on the rows every model answers (paired with a
+    source row where there are source rows) per shape class (``protocol.summary``)."""
     preds = target_rows.with_columns([W.predict(target_rows, pset).get_column("predicted_us").alias(name)
                                       for name, pset in models.items()])
     columns = {name: name for name in models}

@@ -283,8 +283,10 @@ def _facts(space) -> SpaceFacts:
     variant = np.array([variant_code(c) for c in space], dtype=np.int64)
     pers = np.array([bool(c.persistent) for c in space], dtype=np.int64)
     g0 = _first_of((cls * N_VARIANTS + variant) * 2 + pers)
-    stages = np.array([c.stages for c in space], dtype=np.int64)
-    k0 = _first_of((cls * N_VARIANTS + variant) * (int(stages.max()) + 1) + stages)
+    ints = {k: np.array([getattr(c, k) for c in space], dtype=np.int64)
+            for k in ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n")}
+    stages, bmax = ints["stages"], int(ints["stages"].max())
+    k0 = _first_of((cls * N_VARIANTS + variant) * (bmax + 1) + stages)
     first_k: dict = {}
     for j in np.unique(k0).tolist():
         first_k.setdefault((int(cls[j]), int(variant[j])), {})[int(stages[j])] = j
@@ -300,9 +302,7 @@ def _facts(space) -> SpaceFacts:
                       persistent=pers, g0=g0, k0=k0, class_first=class_first,
                       variants_of={i: sorted(v) for i, v in variants_of.items()}, first_g=first_g,
                       first_k=first_k,
-                      stages=tuple(sorted({c.stages for c in space})), bmax=max(c.stages for c in space),
-                      ints={k: np.array([getattr(c, k) for c in space], dtype=np.int64)
-                            for k in ("tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n")})
+                      stages=tuple(sorted(set(stages.tolist()))), bmax=bmax, ints=ints)
 
 
 def matching(space, fix: dict | None) -> np.ndarray:
