@@ -46,6 +46,11 @@ def gpu_files(slug: str, dtype: str) -> tuple[Path, Path]:
     return incoming / "hardware.json", incoming / f"{dtype}-microbench.csv"
 
 
+def figures(rates: dict[str, float]) -> str:
+    """fit.transfer.microbench_figures as text: copy rates in TB/s, the cost of clusters in us."""
+    return ", ".join(f"{k} {v:.2f} us" if k == "cluster" else f"{k} {v / 1e6:.3f} TB/s" for k, v in sorted(rates.items()))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--gpus", default="h100-sxm5-80gb,h200-sxm-141gb", help="two GPU slugs")
@@ -62,7 +67,7 @@ def main(argv=None) -> int:
     from gemmperf.fit import protocol as P
     from gemmperf.fit.accuracy import fit_all
     from gemmperf.fit.microbench import fit_paramset
-    from gemmperf.fit.transfer import baselines, copy_rates, score, transfer
+    from gemmperf.fit.transfer import baselines, microbench_figures, score, transfer
     from gemmperf.tables import CONFIG_KEY as KEYS
     from gemmperf.hardware import load_gpu
 
@@ -80,7 +85,7 @@ def main(argv=None) -> int:
         files.pop(SEALED, None)  # never read here
         dev = P.development({name: tables.read_measurements(path) for name, path in files.items()})
         side[slug] = {"gpu": gpu, "base": fit_paramset(gpu, str(mb), [family], args.dtype), "dev": dev,
-                      "rates": copy_rates(tables.read_measurements(mb, required=tables.MICROBENCH_REQUIRED))}
+                      "rates": microbench_figures(tables.read_measurements(mb, required=tables.MICROBENCH_REQUIRED))}
         side[slug]["fitted"] = fit_all(dev, side[slug]["base"], residual=False)[0]
     slugs = list(side)
     for source, target in ((slugs[0], slugs[1]), (slugs[1], slugs[0])):
@@ -99,8 +104,7 @@ def main(argv=None) -> int:
         summary = P.summary(paired, columns=columns)
         show(summary, f"{source} -> {target} ({args.dtype}, {paired.height} of {rows.height} {target} rows "
                       f"paired with a {source} row)")
-        print(f"\ncopy rates (TB/s) {source}: " + ", ".join(f"{k} {v / 1e6:.3f}" for k, v in sorted(s["rates"].items()))
-              + f"; {target}: " + ", ".join(f"{k} {v / 1e6:.3f}" for k, v in sorted(t["rates"].items())))
+        print(f"\nmicrobenchmark figures {source}: {figures(s['rates'])}; {target}: {figures(t['rates'])}")
         every = summary.filter(pl.col("class") == "all")
         reused = every.filter(pl.col("model") == f"{source} measured, reused")
         for model in (f"transfer {source} -> {target}", f"transfer anchored on {source} measured"):

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from gemmperf.errors import UserError
-from gemmperf.fit.transfer import copy_rates, transfer
+from gemmperf.fit.transfer import microbench_figures, transfer
 from gemmperf.hardware import get_gpu
 from gemmperf.models import ws_pipelined as W
 from gemmperf.params import ParamSet, default_params
@@ -71,11 +71,42 @@ def test_nothing_fitted_is_one_line():
         transfer(ParamSet(gpu=H100), _base(H100), _base(H100))
 
 
-def test_copy_rates_take_the_fastest_valid_row():
+def test_copy_rates_are_the_fastest_valid_row():
     mb = pl.DataFrame({"kind": ["dram", "dram", "l2", "l2", "load"], "bytes": [2e9, 2e9, 3e7, 3e7, 1e6],
                        "time_us": [800.0, 700.0, 6.0, 0.0, 1.0], "status": ["ok", "ok", "ok", "ok", "ok"]})
-    assert copy_rates(mb) == {"dram": pytest.approx(2e9 / 700.0), "l2": pytest.approx(3e7 / 6.0)}
-    assert copy_rates(None) == {}
+    assert microbench_figures(mb) == {"dram": pytest.approx(2e9 / 700.0), "l2": pytest.approx(3e7 / 6.0)}
+    assert microbench_figures(None) == {}
+
+
+def _cluster_rows(times: dict, status: str = "ok") -> pl.DataFrame:
+    """Microbenchmark rows of kind cluster: (cluster_m, cluster_n) -> time_us."""
+    return pl.DataFrame({"kind": "cluster", "family": FAM, "dtype": DT, "status": status,
+                         "cluster_m": [c[0] for c in times], "cluster_n": [c[1] for c in times],
+                         "time_us": list(times.values()), "bytes": 1.0})
+
+
+def test_the_cost_of_clusters_is_the_mean_difference_to_the_tiles_alone():
+    rows = _cluster_rows({(1, 1): 5.0, (2, 1): 6.4, (1, 2): 6.6})
+    assert microbench_figures(rows) == {"cluster": pytest.approx(1.5)}
+    # no tile alone, a failed pair, or clusters no slower: no figure (the constant keeps its default's ratio)
+    assert microbench_figures(_cluster_rows({(2, 1): 6.4, (1, 2): 6.6})) == {}
+    assert microbench_figures(_cluster_rows({(1, 1): 5.0, (2, 1): 6.4}, status="timeout")) == {}
+    assert microbench_figures(_cluster_rows({(1, 1): 5.0, (2, 1): 4.9})) == {}
+
+
+def test_cluster_sync_scales_with_the_measured_cost_of_clusters():
+    """The H100 and H200 fits' cluster_sync_us (1.36, 0.64 us) are in the ratio their cluster
+    probes measured (1.52, 0.72 us): the transfer carries it by that ratio, and as it is
+    where either GPU lacks the figure."""
+    h200 = get_gpu("h200-sxm-141gb")
+    src_base, dst_base = _base(H100), _base(h200)
+    fitted = _fitted(src_base)
+    was = fitted.get(FAM, DT).constants["cluster_sync_us"]
+    out = transfer(fitted, src_base, dst_base, {"cluster": 1.52}, {"cluster": 0.72}).get(FAM, DT)
+    assert out.constants["cluster_sync_us"] == pytest.approx(was * 0.72 / 1.52)
+    assert out.constants["tile_overhead_us"] == pytest.approx(fitted.get(FAM, DT).constants["tile_overhead_us"])
+    out = transfer(fitted, src_base, dst_base, {"cluster": 1.52}, {}).get(FAM, DT)
+    assert out.constants["cluster_sync_us"] == pytest.approx(was)
 
 
 REPO = Path(__file__).resolve().parent.parent
@@ -111,7 +142,7 @@ def test_predict_transfer_from_another_gpus_fit(tmp_path, monkeypatch, capsys):
     row, = json.loads(out)
     files = [Path("results/h100-sxm5-80gb/shipped/microbench.csv"), Path("results/h200-sxm-141gb/microbench.csv")]
     bases = [fit_paramset(g, str(f), [FAM], DT, log=lambda *_: None) for g, f in zip((H100, H200), files)]
-    rates = [copy_rates(read_measurements(f, required=MICROBENCH_REQUIRED)) for f in files]
+    rates = [microbench_figures(read_measurements(f, required=MICROBENCH_REQUIRED)) for f in files]
     fitted = ParamSet.load("results/h100-sxm5-80gb/params.json", H100)
     want = transfer(fitted, *bases, *rates)
     from gemmperf import configs

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..fit.microbench import fit_paramset
-from ..fit.transfer import copy_rates, transfer
+from ..fit.transfer import microbench_figures, transfer
 from ..hardware import GPU
 from ..models.ws_pipelined import CONSTANTS, RETIRED
 from ..params import PARAM_NAMES, ParamSet, file_gpu
@@ -120,7 +120,7 @@ def carried(fitted: ParamSet, gpu: GPU, source_microbench, target_microbench, dt
     if source_microbench and target_microbench:
         pairs = ((fitted.gpu, source_microbench), (gpu, target_microbench))
         bases = [fit_paramset(g, str(f), families, dtype, log=lambda *_: None) for g, f in pairs]
-        rates = [copy_rates(read_measurements(f, required=MICROBENCH_REQUIRED)) for _, f in pairs]
+        rates = [microbench_figures(read_measurements(f, required=MICROBENCH_REQUIRED)) for _, f in pairs]
     else:
         bases, rates = [ParamSet(fitted.gpu), ParamSet(gpu)], [{}, {}]
     return transfer(fitted, bases[0], bases[1], rates[0], rates[1]), bases[0], bases[1]

@@ -8,6 +8,9 @@ and all SMs share DRAM as they do in a real GEMM.
 - epilogue: ``epilogue-only`` mode, K = TK     -> T_EPILOGUE (minus T_INIT)
 - load: ``load-only`` mode, K = S x TK for several S and >= 4 tiles -> load throughput, latency
 - math: ``math-only`` mode, likewise           -> math throughput, latency
+- cluster: ``full`` mode, K = TK (one k-block), one wave of the 128x128 tiles alone and in
+  clusters of two CTAs (2x1, 1x2), for the families that run clusters -> what running in
+  clusters costs a kernel (``cluster_sync_us``, carried to another GPU by fit.transfer)
 - dram: a device-to-device copy far larger than L2 (bytes read + written)
 - l2: the same copy of a buffer that fits in L2, repeated
 """
@@ -30,6 +33,8 @@ from .timing import check, time_kernel
 
 KINDS = {"empty": "init", "epilogue-only": "epilogue", "load-only": "load", "math-only": "math"}
 K_STAGES = (2, 8, 32, 128)
+CLUSTER_KIND, CLUSTER_MODE, CLUSTER_TILE = "cluster", "full", (128, 128)
+CLUSTERS = ((1, 1), (2, 1), (1, 2))
 EXTRA_COLUMNS = ("kind", "k_stages", "ctas", "bytes", "flops")
 
 
@@ -48,7 +53,24 @@ def microbench_tasks(gpu, families: list[str], dtype: str) -> list[dict]:
             for mode in KINDS:
                 for S in ((1,) if mode in ("empty", "epilogue-only") else K_STAGES):
                     tasks.append({"m": tm, "n": tn * gpu.sms, "k": S * tk, **cfg.replace(mode=mode).as_dict()})
+            if (tm, tn) == CLUSTER_TILE:
+                tasks += cluster_tasks(gpu, cfg)
     return tasks
+
+
+def cluster_tasks(gpu, cfg: KernelConfig) -> list[dict]:
+    """``cfg``'s tile alone and in each of ``CLUSTERS``, one k-block, one wave of 2 x SMs/2
+    tiles (every cluster shape tiles it exactly); none where the family runs no clusters."""
+    tm, tn, tk = cfg.tile_m, cfg.tile_n, cfg.tile_k
+    runs = [cfg.replace(mode=CLUSTER_MODE, cluster_m=cm, cluster_n=cn) for cm, cn in CLUSTERS]
+    if any(check_legal(run, gpu) is not None for run in runs):
+        return []
+    return [{"m": 2 * tm, "n": tn * (gpu.sms // 2), "k": tk, **run.as_dict()} for run in runs]
+
+
+def kind_of(mode: str) -> str:
+    """The microbenchmark kind of a kernel row run in ``mode``."""
+    return CLUSTER_KIND if mode == CLUSTER_MODE else KINDS[mode]
 
 
 def bandwidth_rows(gpu) -> list[dict]:
@@ -80,9 +102,10 @@ def run_microbench(gpu, out: str | Path, families: list[str], dtype: str, timeou
     run_sweep(tasks, raw, factory, timeout_s=timeout_s, context=context, prepare=prepare)
     rows = table_rows(tasks, raw, context)
     for r in rows:
-        tm, tn, tk, k = (int(r[c]) for c in ("tile_m", "tile_n", "tile_k", "k"))
-        r.update(kind=KINDS[r["mode"]], k_stages=math.ceil(k / tk), ctas=gpu.sms,
-                 bytes=(tm + tn) * k * DTYPE_BYTES[r["dtype"]] * gpu.sms, flops=2 * tm * tn * k * gpu.sms)
+        m, n, k, tm, tn, tk = (int(r[c]) for c in ("m", "n", "k", "tile_m", "tile_n", "tile_k"))
+        ctas = (m // tm) * (n // tn)
+        r.update(kind=kind_of(r["mode"]), k_stages=math.ceil(k / tk), ctas=ctas,
+                 bytes=(tm + tn) * k * DTYPE_BYTES[r["dtype"]] * ctas, flops=2 * tm * tn * k * ctas)
     rows += [{**context, **r} for r in bandwidth_rows(gpu)]
     columns = list(dict.fromkeys([*EXTRA_COLUMNS, *(c for r in rows for c in r)]))
     tmp = out.with_suffix(".tmp")

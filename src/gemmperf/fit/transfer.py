@@ -12,10 +12,13 @@ microbenchmarks and descriptor say, each value by its unit:
   intercept of an unloaded load sweep (0.09-0.14 us on the H100 and H200), the fit's is
   the loaded TMA round trip (0.7-0.8 us on both): a ratio of the two means nothing;
 - ws-pipelined's constants: the fit's factor on the source's descriptor default, times the
-  target's default (per SM clock: the clock ratio; a fixed default: as it is). The DRAM
-  and L2 rates (``constants.rates``) scale with the ratio of the two GPUs' measured copy
-  rates (microbenchmark rows ``dram`` and ``l2``) where both have them, else with their
-  datasheet defaults.
+  target's default (per SM clock: the clock ratio; a fixed default: as it is). A constant
+  a microbenchmark measures (``constants.scales_with``) scales with the ratio of the two
+  GPUs' figures (``microbench_figures``) where both have them, else with its defaults':
+  the DRAM and L2 rates with the measured copy rates (microbenchmark rows ``dram`` and
+  ``l2``), ``cluster_sync_us`` with the measured cost of clusters (rows ``cluster``: on
+  the H100 and the H200 the two fits' values, 1.36 and 0.64 us, are in the ratio the
+  probe measured, 1.52 and 0.72 us).
 
 Where the source GPU measured a configuration, ``anchored`` gives a second answer: its
 measured time times the ratio of the transfer's prediction to the source fit's, so only
@@ -39,15 +42,37 @@ BY_MICROBENCH = ("t_init_us", "t_epilogue_us", "math_flops_per_us")
 AS_IS = ("load_latency_us",)
 
 
-def copy_rates(microbench: pl.DataFrame | None) -> dict[str, float]:
-    """kind ("dram", "l2") -> the fastest measured copy rate (B/us, read + written) of the
-    microbenchmark rows of that kind; kinds without a valid row are absent."""
+def microbench_figures(microbench: pl.DataFrame | None) -> dict[str, float]:
+    """What a GPU's microbenchmarks say about the constants that scale with them
+    (``constants.scales_with``): "dram" and "l2", the fastest valid copy rate of that kind
+    (B/us, read + written); "cluster", what running in clusters of two CTAs adds to one
+    wave of one-k-block tiles (us: the mean over the cluster shapes of the time less the
+    same tiles' alone, ``bench.microbench.cluster_tasks``). Figures without valid rows are
+    absent."""
     if microbench is None or "kind" not in microbench.columns:
         return {}
-    rows = microbench.filter(pl.col("kind").is_in(["dram", "l2"]) & (pl.col("status") == "ok")
-                             & (pl.col("time_us") > 0))
-    return {kind: float(r.select((pl.col("bytes") / pl.col("time_us")).max()).item())
-            for (kind,), r in rows.group_by("kind")}
+    ok = microbench.filter((pl.col("status") == "ok") & (pl.col("time_us") > 0))
+    copies = ok.filter(pl.col("kind").is_in(["dram", "l2"]))
+    out = {kind: float(r.select((pl.col("bytes") / pl.col("time_us")).max()).item())
+           for (kind,), r in copies.group_by("kind")}
+    cost = _cluster_cost(ok.filter(pl.col("kind") == "cluster"))
+    if cost is not None:
+        out["cluster"] = cost
+    return out
+
+
+def _cluster_cost(rows: pl.DataFrame) -> float | None:
+    """The mean, over the clustered rows, of their time less that of the unclustered row of
+    the same family and dtype (None without a pair, or where clusters came out no slower)."""
+    if rows.height == 0 or not {"cluster_m", "cluster_n"} <= set(rows.columns):
+        return None
+    size = pl.col("cluster_m") * pl.col("cluster_n")
+    alone = rows.filter(size == 1).group_by("family", "dtype").agg(pl.col("time_us").mean().alias("alone_us"))
+    pairs = rows.filter(size > 1).join(alone, on=["family", "dtype"])
+    if pairs.height == 0:
+        return None
+    cost = float(pairs.select((pl.col("time_us") - pl.col("alone_us")).mean()).item())
+    return cost if cost > 0 else None
 
 
 def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet,
@@ -57,7 +82,7 @@ def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet,
     defaults) with every entry of ``fitted`` carried over as the module docstring says:
     ``source_base`` is what the fit started from on the source GPU (its microbenchmark
     parameters, or its descriptor defaults where the target has no microbenchmarks);
-    ``*_rates``: ``copy_rates`` of each GPU's microbenchmarks. The entries come out with
+    ``*_rates``: ``microbench_figures`` of each GPU's microbenchmarks. The entries come out with
     source "transferred"."""
     if not fitted.entries:
         raise UserError(f"transfer: no fitted parameters of {fitted.gpu.slug} to carry over")
@@ -65,9 +90,9 @@ def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet,
     d_dst = W.default_constants(target_base.gpu).as_dict()
     source_rates, target_rates = source_rates or {}, target_rates or {}
     scale = {}
-    for name, rate in W.rates().items():
-        if rate is not None and rate in source_rates and rate in target_rates:
-            scale[name] = target_rates[rate] / source_rates[rate]
+    for name, figure in W.scales_with().items():
+        if figure is not None and figure in source_rates and figure in target_rates:
+            scale[name] = target_rates[figure] / source_rates[figure]
         else:
             scale[name] = d_dst[name] / d_src[name] if d_src[name] > 0 else 1.0
     entries = dict(target_base.entries)

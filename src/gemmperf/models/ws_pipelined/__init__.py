@@ -99,7 +99,7 @@ from __future__ import annotations
 
 from .compose import LIMITERS, Limiter, evaluate
 from .constants import (CONSTANTS, FITTED, RETIRED, PipelinedConstants, constants_for, default_constants, ranges,
-                        rates, rows_of)
+                        rows_of, scales_with)
 from .effects import line_factor
 from .geometry import reuse_distance, take, wave_hit_rate, wave_panels
 from .inputs import EFFECTS, INPUTS, Switches, grid_of
@@ -109,5 +109,5 @@ NAME = "ws-pipelined"
 
 __all__ = ["CONSTANTS", "EFFECTS", "FITTED", "INPUTS", "LIMITERS", "NAME", "RASTER_CODES", "Limiter",
            "PipelinedConstants", "RETIRED", "Switches", "constants_for", "default_constants", "evaluate", "finish",
-           "grid_of", "line_factor", "predict", "prepare", "ranges", "rates", "reuse_distance", "rows_of", "take",
-           "wave_hit_rate", "wave_panels"]
+           "grid_of", "line_factor", "predict", "prepare", "ranges", "reuse_distance", "rows_of", "scales_with",
+           "take", "wave_hit_rate", "wave_panels"]

@@ -20,14 +20,15 @@ from ...params import ParamSet
 
 
 def _const(default, unit: str, meaning: str, lo: float, hi: float, fit: bool = True, rows=None,
-           rate: str | None = None):
+           scales_with: str | None = None):
     """A constant's field: ``default(gpu)`` gives its descriptor default; ``rows(arrays)``
     the rows of evaluate()'s named input arrays whose prediction it enters (None: all),
-    so that a fit on rows none of which it enters leaves it at its value; ``rate`` the
-    microbenchmarked copy rate ("dram", "l2") it scales with from one GPU to another
-    (fit.transfer; None: its default's ratio)."""
+    so that a fit on rows none of which it enters leaves it at its value; ``scales_with``
+    the microbenchmark figure it scales with from one GPU to another (fit.transfer's
+    ``microbench_figures``: the copy rates "dram" and "l2", the cost of clusters
+    "cluster"; None: its default's ratio)."""
     return field(metadata={"default": default, "unit": unit, "meaning": meaning, "range": (lo, hi), "fit": fit,
-                           "rows": rows, "rate": rate})
+                           "rows": rows, "scales_with": scales_with})
 
 
 def k_shared(v: dict):
@@ -61,9 +62,9 @@ class PipelinedConstants:
 
     dram_eff_bytes_per_us: float = _const(
         of_dram(0.9), "B/us", "achievable whole-GPU DRAM rate, shared by the CTAs of a wave", 5e5, 2e7,
-        rate="dram")
+        scales_with="dram")
     l2_bytes_per_us: float = _const(
-        of_dram(2.0), "B/us", "whole-GPU rate at which the L2 serves load requests", 1e6, 5e7, rate="l2")
+        of_dram(2.0), "B/us", "whole-GPU rate at which the L2 serves load requests", 1e6, 5e7, scales_with="l2")
     smem_bytes_per_us: float = _const(
         per_clock(128.0), "B/us", "one SM's shared-memory rate (32 banks x 4 B per clock)", 3e4, 1e6)
     store_bytes_per_us: float = _const(
@@ -99,7 +100,7 @@ class PipelinedConstants:
         fixed(1.5), "us", "a cluster's CTAs start and leave together: its launch on one GPC, the cluster-wide "
         "barrier before the first multicast, the first k-block's wait for every peer's slice, the barrier "
         "before exit (benchmarks/cluster_probe.py: 1.5 us per wave on the H100 with one k-block)", 0.0, 5.0,
-        rows=clustered)
+        rows=clustered, scales_with="cluster")
     period_sharpness: float = _const(
         fixed(4.0), "1", "exponent of the p-norm that takes the ring's period from its terms (multiply, "
         "transfer, round trip over the slots): infinite for fixed times, lower the more a k-block's times "
@@ -146,9 +147,9 @@ def rows_of(name: str, arrays: dict):
     return rows is None or bool(np.any(rows(arrays)))
 
 
-def rates() -> dict[str, str | None]:
-    """The microbenchmarked copy rate each constant scales with across GPUs, by name."""
-    return {f.name: f.metadata["rate"] for f in dataclasses.fields(PipelinedConstants)}
+def scales_with() -> dict[str, str | None]:
+    """The microbenchmark figure each constant scales with across GPUs, by name."""
+    return {f.name: f.metadata["scales_with"] for f in dataclasses.fields(PipelinedConstants)}
 
 
 def ranges() -> dict[str, tuple[float, float]]:
