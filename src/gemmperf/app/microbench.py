@@ -16,9 +16,8 @@ project's own kernels in their ablation modes, one full wave each (empty -> T_IN
 epilogue-only -> T_EPILOGUE, load-only and math-only at several K -> throughput and
 latency; for families that run clusters, full mode with one k-block alone and in clusters
 of two -> what clusters cost), plus DRAM and L2 copy bandwidth. The kernel rows are a sweep
-like collect's:
-its journal is OUT with the suffix .raw.csv, so a killed run resumes. Without a CUDA
-driver or GPU it stops with one line (exit 2).
+like collect's: its journal is OUT with the suffix .raw.csv, so a killed run resumes.
+Without a CUDA driver or GPU it stops with one line (exit 2).
 """
 
 EPILOG = """\
