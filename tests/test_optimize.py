@@ -26,7 +26,7 @@ from gemmperf.optimize.space import class_key, consts, family_space, padded_volu
 from gemmperf.params import ParamSet
 from gemmperf.problem import LATER_CONFIG_COLUMNS, KernelConfig, Shape, read_testlist
 from gemmperf.tables import read_measurements
-from reference_rows import without_jitter, write_reference_rows
+from reference_rows import as_referenced, write_reference_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 H100 = get_gpu("h100-sxm5-80gb")
@@ -509,8 +509,8 @@ def test_tilings_unchanged_squares_dsv3(tmp_path, monkeypatch):
     (written before issue 13's renovation), field by field apart from the solve times, except
     where N % 8 != 0: since issue 17's step 6 ws-pipelined charges no 2-byte epilogue stores
     (C's rows are padded), so there the pick is predicted no slower than it was. ws-pipelined
-    runs with the hard max of the ring's period, as then (reference_rows.without_jitter)."""
-    without_jitter(monkeypatch)
+    runs with the effects added since switched off, as then (reference_rows.as_referenced)."""
+    as_referenced(monkeypatch)
     ref = ROOT / "tests" / "data" / "optimize" / "tilings_ws_pipelined.csv"
     h100_meas = write_reference_rows(tmp_path, ["squares", "dsv3"])
     parts = []

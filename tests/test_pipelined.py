@@ -284,23 +284,29 @@ def test_tma_store_epilogue_exposes_only_the_staging_writes():
 
 
 def test_pingpong_hides_epilogues_behind_the_other_warpgroups_main_loop():
-    coop = W.predict(_big(tile_n=128), PS)
-    pp = W.predict(_big(tile_n=128, schedule="pingpong"), PS)
+    """(With the same epilogue per tile for both schedules: epilogue_threads off, which
+    gives a ping-pong warpgroup's whole tile twice a cooperative one's per-thread work.)"""
+
+    def predict_(df, ps, **flags):
+        return W.predict(df, ps, epilogue_threads=False, **flags)
+
+    coop = predict_(_big(tile_n=128), PS)
+    pp = predict_(_big(tile_n=128, schedule="pingpong"), PS)
     assert pp["epilogue_us"][0] < coop["epilogue_us"][0] / 10
-    assert W.predict(_big(tile_n=128, schedule="pingpong"), PS, pingpong_overlap=False)["predicted_us"][0] \
+    assert predict_(_big(tile_n=128, schedule="pingpong"), PS, pingpong_overlap=False)["predicted_us"][0] \
         == coop["predicted_us"][0]
     # short K: each epilogue outlasts the other warpgroup's S*Tc; both warpgroups store at
     # once, so each tile but the last exposes half of the excess
-    short = W.predict(_big(tile_n=128, k=128, schedule="pingpong"), PS)
+    short = predict_(_big(tile_n=128, k=128, schedule="pingpong"), PS)
     waves = short["waves"][0]
-    e = W.predict(_big(tile_n=128, k=128), PS)["epilogue_us"][0] / waves  # a tile's E, waves averaged
+    e = predict_(_big(tile_n=128, k=128), PS)["epilogue_us"][0] / waves  # a tile's E, waves averaged
     s_tc = short["k_stages"][0] * short["stage_math_us"][0]
     unhalved = (waves - 1) * (e - s_tc) + e
     assert waves > 8 and e > 2 * s_tc
     assert 0.4 * unhalved < short["epilogue_us"][0] < 0.6 * unhalved
     # one tile a CTA (not persistent): nothing to overlap
-    np_pp = W.predict(_big(tile_n=128, schedule="pingpong", persistent=False, raster="row"), PS)
-    np_coop = W.predict(_big(tile_n=128, persistent=False, raster="row"), PS)
+    np_pp = predict_(_big(tile_n=128, schedule="pingpong", persistent=False, raster="row"), PS)
+    np_coop = predict_(_big(tile_n=128, persistent=False, raster="row"), PS)
     assert np_pp["predicted_us"][0] == np_coop["predicted_us"][0]
 
 
@@ -491,6 +497,21 @@ def test_ring_jitter_is_a_p_norm_of_the_rings_terms():
     assert W.effects.ring_jitter(x, np.array([3.0]), np.array([4.0]), np.array([0.0]))[0] == pytest.approx(5.0)
     x.on.ring_jitter = False
     assert W.effects.ring_jitter(x, np.array([3.0]), np.array([4.0]), np.array([0.0]))[0] == 4.0
+
+
+def test_the_direct_epilogue_costs_each_thread_its_accumulators():
+    """epilogue_threads adds epilogue_acc_us per accumulator a consumer thread holds: a
+    cooperative 128x128 tile and a 64x128 one hold 64 each (two warpgroups, one), a
+    ping-pong 128x128 tile 128 (each warpgroup a whole tile); the TMA-store epilogue gains
+    nothing. One wave, not persistent: the epilogue is that one tile's."""
+    df = rows(m=[256] * 4, n=[1024] * 4, k=[256] * 4, tile_m=[128, 64, 128, 128], tile_n=[128] * 4,
+              schedule=["cooperative", "cooperative", "pingpong", "cooperative"],
+              epilogue=["direct", "direct", "direct", "tma"], persistent=[False] * 4)
+    c = W.constants_for(PS, "ws-hopper", "bf16").epilogue_acc_us
+    assert c == pytest.approx(8.0 / GPU.sm_clock_mhz)  # 8 clocks by default
+    on = W.predict(df, PS)["epilogue_us"].to_numpy()
+    off = W.predict(df, PS, epilogue_threads=False)["epilogue_us"].to_numpy()
+    assert on - off == pytest.approx([64 * c, 64 * c, 128 * c, 0.0])
 
 
 def test_the_fit_keeps_the_math_rate_under_the_tensor_cores_peak():

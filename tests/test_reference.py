@@ -18,7 +18,9 @@ In issue 17's step 6 ws-pipelined stopped charging 2-byte epilogue stores where 
 N): ws-pipelined's rows of such N are left out; its other rows, every configuration the
 reference holds (direct epilogue, cooperative, no cluster), are still compared.
 In issue 17's step 9 the ring's period became a p-norm of its terms (``ring_jitter``) on
-every row: ws-pipelined is compared with that effect switched off (``without_jitter``).
+every row, and in step 10 the direct epilogue gained its per-thread work
+(``epilogue_threads``): ws-pipelined is compared with both switched off
+(``reference_rows.as_referenced``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from gemmperf.hardware import get_gpu, load_gpu
 from gemmperf.params import ParamSet
 from gemmperf.predictions import candidate_table, predict_all
 from gemmperf.problem import read_testlist
-from reference_rows import without_jitter, write_reference_rows
+from reference_rows import as_referenced, write_reference_rows
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data" / "reference"
@@ -98,7 +100,7 @@ def test_the_reference_sweep_is_todays_sweep_at_the_old_dimensions():
 @pytest.fixture(scope="module")
 def today(tmp_path_factory) -> dict[str, pl.DataFrame]:
     with pytest.MonkeyPatch.context() as mp:
-        without_jitter(mp)
+        as_referenced(mp)
         return _today(tmp_path_factory.mktemp("reference_rows"))
 
 

@@ -56,6 +56,9 @@ assumption so its contribution shows):
   persistent grid, once per wave otherwise (in ``overhead_us``).
 - ``ring_jitter``: a k-block's times vary, so the ring's period is a p-norm of its three
   terms, slower than the slowest where two are close.
+- ``epilogue_threads``: the direct epilogue is each consumer thread's own work on its
+  accumulators, so a tile one warpgroup holds (64-row tiles, ping-pong) takes longer
+  than the same bytes split over two.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and

@@ -44,12 +44,13 @@ def smem_time(x: Inputs):
 def epilogue(x: Inputs, a):
     """One tile's epilogue in a wave of a CTAs, the direct epilogue's 16-byte stores from
     registers:
-        E(a) = t_epilogue_us + max(TM*TN*ob / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us).
+        E(a) = t_epilogue_us + Ea + max(TM*TN*ob / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us)
+    with Ea the consumer threads' own work on their accumulators (``effects.epilogue_threads``).
     The TMA-store epilogue (``effects.tma_store``) replaces the stores by staging writes to
     shared memory."""
     out_tile = x.tile_m * x.tile_n * x.out_bytes
-    direct = x.t_epilogue_us + np.maximum(out_tile / x.c.store_bytes_per_us, a * out_tile / x.c.dram_eff_bytes_per_us)
-    return E.tma_store(x, direct, out_tile)
+    stores = np.maximum(out_tile / x.c.store_bytes_per_us, a * out_tile / x.c.dram_eff_bytes_per_us)
+    return E.tma_store(x, x.t_epilogue_us + E.epilogue_threads(x) + stores, out_tile)
 
 
 def store_drain(x: Inputs, a):

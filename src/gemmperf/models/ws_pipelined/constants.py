@@ -51,6 +51,16 @@ def of_dram(share: float):
     return lambda gpu: share * (gpu.dram_bytes_per_s / 1e6)
 
 
+def clocks(n: float):
+    """Default: ``n`` SM clocks (us)."""
+    return lambda gpu: n / gpu.sm_clock_mhz
+
+
+def direct_epilogue(v: dict):
+    """The rows whose epilogue stores from registers (not through TMA)."""
+    return v["epilogue"] == 0
+
+
 def fixed(value: float):
     """Default: ``value`` on every GPU."""
     return lambda gpu: value
@@ -105,6 +115,10 @@ class PipelinedConstants:
         fixed(4.0), "1", "exponent of the p-norm that takes the ring's period from its terms (multiply, "
         "transfer, round trip over the slots): infinite for fixed times, lower the more a k-block's times "
         "vary", 1.5, 16.0)
+    epilogue_acc_us: float = _const(
+        clocks(8.0), "us", "a consumer thread's direct-epilogue time per fp32 accumulator it holds: converted, "
+        "exchanged in its quad, stored 16 bytes per 8 (about 8 clocks of instructions)", 0.0, 0.1,
+        rows=direct_epilogue)
     coalesce_distance: float = _const(
         fixed(2.0), "CTAs", "launch-order distance over which simultaneous panel reads merge in L2", 0.1, 64.0)
     one_wg_math_share: float = _const(

@@ -35,6 +35,7 @@ class Switches:
     cluster_lockstep: bool = True
     cluster_sync: bool = True
     ring_jitter: bool = True
+    epilogue_threads: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
