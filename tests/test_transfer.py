@@ -66,6 +66,21 @@ def test_each_value_scales_by_its_unit():
     assert p.constants["l2_bytes_per_us"] == pytest.approx(1.5 * src_c["l2_bytes_per_us"])
 
 
+def test_epilogue_constants_scale_with_the_epilogue_microbenchmark():
+    """The direct epilogue's per-thread cost and the TMA-store epilogue's fixed cost scale
+    with the ratio of the two GPUs' epilogue microbenchmarks (t_epilogue_us), not with
+    their defaults' (clock) ratio."""
+    h200 = get_gpu("h200-sxm-141gb")
+    src_base, dst_base = _base(H100, t_epilogue_us=3.6), _base(h200, t_epilogue_us=3.96)
+    fitted = _fitted(src_base, t_epilogue_us=0.45)
+    src_c = fitted.get(FAM, DT).constants
+    out = transfer(fitted, src_base, dst_base).get(FAM, DT)
+    for name in ("epilogue_acc_us", "tma_epilogue_us"):
+        assert out.constants[name] == pytest.approx(1.1 * src_c[name])
+    assert out.constants["tile_overhead_us"] == pytest.approx(src_c["tile_overhead_us"])
+    assert out.t_epilogue_us == pytest.approx(3.96 * 0.45 / 3.6)
+
+
 def test_nothing_fitted_is_one_line():
     with pytest.raises(UserError, match="no fitted parameters of h100-sxm5-80gb"):
         transfer(ParamSet(gpu=H100), _base(H100), _base(H100))

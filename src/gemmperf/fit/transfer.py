@@ -18,7 +18,10 @@ microbenchmarks and descriptor say, each value by its unit:
   the DRAM and L2 rates with the measured copy rates (microbenchmark rows ``dram`` and
   ``l2``), ``cluster_sync_us`` with the measured cost of clusters (rows ``cluster``: on
   the H100 and the H200 the two fits' values, 1.36 and 0.64 us, are in the ratio the
-  probe measured, 1.52 and 0.72 us).
+  probe measured, 1.52 and 0.72 us). One that names a microbenchmarked parameter
+  (``t_epilogue_us``: the epilogue's per-thread and TMA-store costs) scales with the
+  ratio of the two GPUs' microbenchmark values of it (the H200's epilogue is 1.10x the
+  H100's, its own fit's per-thread cost 1.06x).
 
 Where the source GPU measured a configuration, ``anchored`` gives a second answer: its
 measured time times the ratio of the transfer's prediction to the source fit's, so only
@@ -104,7 +107,10 @@ def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet,
         for name, ceiling in ceilings(target_base, family, dtype).items():  # the target's peak, as in a fit
             values[name] = min(values[name], ceiling)
         values.update({name: getattr(src, name) for name in AS_IS})
-        constants = {name: value * scale.get(name, 1.0) for name, value in src.constants.items()}
+        # a constant of the path a microbenchmarked parameter times scales with its ratio
+        scale_here = {**scale, **{name: _ratio(getattr(dst, figure), getattr(base, figure))
+                                  for name, figure in W.scales_with().items() if figure in BY_MICROBENCH}}
+        constants = {name: value * scale_here.get(name, 1.0) for name, value in src.constants.items()}
         entries[(family, dtype)] = dataclasses.replace(dst, **values, constants=constants, source="transferred",
                                                        quality={}, uncertainty={})
     return ParamSet(gpu=target_base.gpu, entries=entries)

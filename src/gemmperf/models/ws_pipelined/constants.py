@@ -26,7 +26,8 @@ def _const(default, unit: str, meaning: str, lo: float, hi: float, fit: bool = T
     so that a fit on rows none of which it enters leaves it at its value; ``scales_with``
     the microbenchmark figure it scales with from one GPU to another (fit.transfer's
     ``microbench_figures``: the copy rates "dram" and "l2", the cost of clusters
-    "cluster"; None: its default's ratio)."""
+    "cluster"; or a microbenchmarked parameter, "t_epilogue_us"; None: its default's
+    ratio)."""
     return field(metadata={"default": default, "unit": unit, "meaning": meaning, "range": (lo, hi), "fit": fit,
                            "rows": rows, "scales_with": scales_with})
 
@@ -102,7 +103,7 @@ class PipelinedConstants:
     tma_epilogue_us: float = _const(
         fixed(0.5), "us", "a TMA-store epilogue's fixed cost per tile: accumulators converted, the staging "
         "buffer's fence and barrier, the bulk stores issued (no wait for global stores)", 0.0, 10.0,
-        rows=lambda v: v["epilogue"] == 1)
+        rows=lambda v: v["epilogue"] == 1, scales_with="t_epilogue_us")
     cluster_jitter: float = _const(
         fixed(0.1), "share", "relative spread of one CTA's k-block period; a cluster's CTAs share every "
         "multicast ring slot, so the cluster runs at the slowest of them", 0.0, 0.5, rows=clustered)
@@ -118,7 +119,7 @@ class PipelinedConstants:
     epilogue_acc_us: float = _const(
         clocks(8.0), "us", "a consumer thread's direct-epilogue time per fp32 accumulator it holds: converted, "
         "exchanged in its quad, stored 16 bytes per 8 (about 8 clocks of instructions)", 0.0, 0.1,
-        rows=direct_epilogue)
+        rows=direct_epilogue, scales_with="t_epilogue_us")
     coalesce_distance: float = _const(
         fixed(2.0), "CTAs", "launch-order distance over which simultaneous panel reads merge in L2", 0.1, 64.0)
     one_wg_math_share: float = _const(
