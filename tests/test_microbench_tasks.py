@@ -29,7 +29,7 @@ def test_ws_hopper_times_its_128x128_tile_alone_and_in_clusters_of_two(dtype, ti
         tiles_m, tiles_n = t["m"] // 128, t["n"] // 128
         assert tiles_m * tiles_n == H100.sms  # one wave, one CTA per SM
         assert tiles_m % t["cluster_m"] == 0 and tiles_n % t["cluster_n"] == 0
-    # the other kinds keep their one CTA per SM
+    # every kind is there: the four ablation modes and the cluster runs
     assert {kind_of(t["mode"]) for t in tasks} == {*KINDS.values(), CLUSTER_KIND}
 
 

@@ -92,8 +92,10 @@ def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet,
     d_src = W.default_constants(fitted.gpu).as_dict()
     d_dst = W.default_constants(target_base.gpu).as_dict()
     source_rates, target_rates = source_rates or {}, target_rates or {}
+    figures = W.scales_with()
+    by_param = {name: figure for name, figure in figures.items() if figure in BY_MICROBENCH}
     scale = {}
-    for name, figure in W.scales_with().items():
+    for name, figure in figures.items():
         if figure is not None and figure in source_rates and figure in target_rates:
             scale[name] = target_rates[figure] / source_rates[figure]
         else:
@@ -109,7 +111,7 @@ def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet,
         values.update({name: getattr(src, name) for name in AS_IS})
         # a constant of the path a microbenchmarked parameter times scales with its ratio
         scale_here = {**scale, **{name: _ratio(getattr(dst, figure), getattr(base, figure))
-                                  for name, figure in W.scales_with().items() if figure in BY_MICROBENCH}}
+                                  for name, figure in by_param.items()}}
         constants = {name: value * scale_here.get(name, 1.0) for name, value in src.constants.items()}
         entries[(family, dtype)] = dataclasses.replace(dst, **values, constants=constants, source="transferred",
                                                        quality={}, uncertainty={})
