@@ -177,9 +177,10 @@ def test_boundary_fill_latency_levels_off_for_a_full_wave():
     df = rows(m=[1, 1], n=[64 * 66, 64 * 132], k=[3072] * 2, tile_m=[256] * 2, tile_n=[64] * 2)
     linear = C.with_values(PS, "ws-hopper", "bf16", {"oob_sat_rows": 1e12})
 
-    def extra(ps):  # the latency-bound period's own term (the hard max: ring_jitter off)
-        on = W.predict(df, ps, ring_jitter=False)["stage_period_us"].to_numpy()
-        off = W.predict(df, ps, boundary_fill=False, ring_jitter=False)["stage_period_us"].to_numpy()
+    def extra(ps):  # the latency-bound period's own term (the hard max, no zero-fill term of its own)
+        later = {"ring_jitter": False, "zero_fill_rate": False}
+        on = W.predict(df, ps, **later)["stage_period_us"].to_numpy()
+        off = W.predict(df, ps, boundary_fill=False, **later)["stage_period_us"].to_numpy()
         return on - off
 
     lin, sat = extra(linear), extra(PS)
@@ -512,6 +513,25 @@ def test_the_direct_epilogue_costs_each_thread_its_accumulators():
     on = W.predict(df, PS)["epilogue_us"].to_numpy()
     off = W.predict(df, PS, epilogue_threads=False)["epilogue_us"].to_numpy()
     assert on - off == pytest.approx([64 * c, 64 * c, 128 * c, 0.0])
+
+
+def test_the_zero_fill_bounds_the_period_however_deep_the_ring():
+    """zero_fill_rate: a wave's zero-filled rows (M = 1, 256-row tiles: 255 of each A box)
+    are TMA work done once per k-block, so they bound the period as a term of their own:
+    a deeper ring hides their latency but not their work. The decode row loses less from 2
+    to 8 stages than without the term, and its period never drops below the zero fill's
+    lat_oob; a shape of whole tiles (nothing zero-filled) is untouched."""
+    df = rows(m=[1] * 2, n=[8192] * 2, k=[29568] * 2, tile_m=[256] * 2, tile_n=[64] * 2, stages=[2, 8],
+              persistent=[True] * 2)
+    on, off = W.predict(df, PS), W.predict(df, PS, zero_fill_rate=False)
+    gain_on = on["predicted_us"][0] / on["predicted_us"][1]
+    gain_off = off["predicted_us"][0] / off["predicted_us"][1]
+    assert 1.0 < gain_on < gain_off
+    lat_oob = on["fill_us"].to_numpy() - PS.get("ws-hopper", "bf16").load_latency_us - on["stage_load_us"].to_numpy()
+    assert lat_oob[1] > 0 and on["stage_period_us"][1] >= lat_oob[1]
+    assert off["stage_period_us"][1] < lat_oob[1]  # without the term, 8 slots hide it
+    sq = rows(m=[4096], n=[4096], k=[4096])
+    assert pred(sq)[0] == pred(sq, zero_fill_rate=False)[0]
 
 
 def test_the_fit_keeps_the_math_rate_under_the_tensor_cores_peak():

@@ -59,11 +59,13 @@ assumption so its contribution shows):
 - ``epilogue_threads``: the direct epilogue is each consumer thread's own work on its
   accumulators, so a tile one warpgroup holds (64-row tiles, ping-pong) takes longer
   than the same bytes split over two.
+- ``zero_fill_rate``: the zero fill is work done once per k-block, so it bounds the
+  period as a term of its own; a deeper ring hides only its latency.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and
-Pk(a) = max(Tc, x, (lat_ring + lat_oob + x + Tc)/B) the steady period (a p-norm with
-``ring_jitter``):
+Pk(a) = max(Tc, x, lat_oob, (lat_ring + lat_oob + x + Tc)/B) the steady period (a p-norm
+with ``ring_jitter``; lat_oob as a term of its own with ``zero_fill_rate``):
     fill(a) = load_latency_us + lat_oob(a) + x(a),   Lk(a) = (S - 1)*Pk(a) + Tc
     E(a)    = the epilogue (compose.epilogue) + split-K's fix-up F_split(a) (0 otherwise)
 Whole kernel, W = F + [R > 0] waves of work items (F full waves with a = P, then R CTAs;

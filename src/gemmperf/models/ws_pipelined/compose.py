@@ -16,7 +16,7 @@ from .inputs import INPUTS, Inputs, Switches
 class Limiter(IntEnum):
     """What bounds the first wave's steady state (the ``limiter`` column is the lower-case name)."""
 
-    LOAD = 0  # the transfer x, DRAM term
+    LOAD = 0  # the transfer x, DRAM term (or the zero fill's own term, zero_fill_rate)
     L2 = 1  # the transfer x, L2 term
     MATH = 2  # the tensor cores (Tc = T_MATH)
     SMEM = 3  # shared-memory bandwidth (Tc = T_SMEM)
@@ -171,7 +171,10 @@ def limiter(x: Inputs, first: Wave, t_c, t_math, t_smem):
     else:
         lat_term = np.zeros_like(first.t_load)
     core = np.where(t_smem > t_math, Limiter.SMEM, Limiter.MATH) if x.on.smem_limit else Limiter.MATH
-    mem_or = np.where(first.t_load >= np.maximum(t_c, lat_term), np.where(first.l2_bound, Limiter.L2, Limiter.LOAD),
+    # the zero fill's own term (zero_fill_rate) is the TMA path's work: LOAD where it binds
+    zero = E.zero_fill_rate(x, first.lat_oob) if x.on.pipelining else np.zeros_like(first.t_load)
+    load = np.where(zero > first.t_load, Limiter.LOAD, np.where(first.l2_bound, Limiter.L2, Limiter.LOAD))
+    mem_or = np.where(np.maximum(first.t_load, zero) >= np.maximum(t_c, lat_term), load,
                       np.where(t_c >= lat_term, core, Limiter.LATENCY))
     loop_first = first.fill + (x.grid.k_blocks - 1) * first.period + t_c
     return np.where(first.epilogue + first.fixup > loop_first, Limiter.EPILOGUE, mem_or).astype(np.int8)

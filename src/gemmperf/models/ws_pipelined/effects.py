@@ -67,21 +67,31 @@ def latency_term(x: Inputs, t_load, t_c, lat_oob):
 def pipelining(x: Inputs, t_load, t_c, lat_oob):
     """(K loop of one tile after its fill, steady period) with the loop pipelined through the ring.
 
-    The steady period is the ring's cycle mean, the slowest of its three terms
-        Pk = max(Tc, x, (lat_ring + lat_oob + x + Tc) / B)
-    taken softly where ``ring_jitter`` is on (times ``cluster_lockstep``'s factor), and
-    the loop after the fill takes (S - 1)*Pk + Tc.
+    The steady period is the ring's cycle mean, the slowest of its terms
+        Pk = max(Tc, x, z, (lat_ring + lat_oob + x + Tc) / B)
+    (z = ``zero_fill_rate``'s term) taken softly where ``ring_jitter`` is on (times
+    ``cluster_lockstep``'s factor), and the loop after the fill takes (S - 1)*Pk + Tc.
     Off: the whole K extent is one block (gemm-model): max(S*x, S*Tc) - x after the fill."""
     s = x.grid.k_blocks
     if not x.on.pipelining:
         return np.maximum(s * t_load, s * t_c) - t_load, np.maximum(t_load, t_c)
-    period = ring_jitter(x, t_c, t_load, latency_term(x, t_load, t_c, lat_oob)) * cluster_lockstep(x)
+    terms = (t_c, t_load, zero_fill_rate(x, lat_oob), latency_term(x, t_load, t_c, lat_oob))
+    period = ring_jitter(x, *terms) * cluster_lockstep(x)
     return (s - 1) * period + t_c, period
 
 
+def zero_fill_rate(x: Inputs, lat_oob):
+    """The period's zero-fill term z: a wave's zero-filled box rows (``boundary_fill``'s
+    lat_oob, the time they add to a k-block's round trip) are work of the GPU's TMA path,
+    done once per k-block however many ring slots are in flight, so they also bound the
+    period as a term of their own, z = lat_oob: a deeper ring hides the round trip, not
+    the work. Off: z = 0 (the zero fill only lengthens the round trip, so B slots hide it)."""
+    return lat_oob if x.on.zero_fill_rate else np.zeros_like(lat_oob)
+
+
 def ring_jitter(x: Inputs, *terms):
-    """The ring's period from its terms (Tc, x, L/B): their p-norm,
-        Pk = (Tc^p + x^p + (L/B)^p)^(1/p),   p = ``period_sharpness``.
+    """The ring's period from its terms (Tc, x, z, L/B): their p-norm,
+        Pk = (Tc^p + x^p + z^p + (L/B)^p)^(1/p),   p = ``period_sharpness``.
     The max-plus cycle mean max(Tc, x, L/B) holds for fixed times; a real k-block's load
     and multiply vary from one to the next, and the ring of B slots absorbs only part of it,
     so the loop runs slower than its slowest term where two terms are close, and the stage
@@ -197,14 +207,15 @@ def ring_latency(x: Inputs):
 
 
 def boundary_fill(x: Inputs, a):
-    """Round-trip latency lat_oob that a wave's zero-filled box rows add.
+    """Time lat_oob that a wave's zero-filled box rows add to each k-block.
 
     A TMA box that overhangs M or N takes the boundary-check path and zero-fills its
     out-of-bounds rows slowly; the extra latency follows the wave's rows in flight and
     levels off. With o the tile-average overhanging rows of a CTA's A and B boxes per
     k-block and r = a * o,
         lat_oob(a) = r * oob_row_us / (1 + r / oob_sat_rows),
-    added to the fill and to the period's latency term. Off: lat_oob = 0."""
+    added to the fill and to the period's latency term (and, with ``zero_fill_rate``, a
+    term of the period of its own). Off: lat_oob = 0."""
     if not x.on.boundary_fill:
         return np.zeros(x.shape)
     g = x.grid

@@ -36,6 +36,7 @@ class Switches:
     cluster_sync: bool = True
     ring_jitter: bool = True
     epilogue_threads: bool = True
+    zero_fill_rate: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
