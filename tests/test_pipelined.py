@@ -545,4 +545,23 @@ def test_the_fit_keeps_the_math_rate_under_the_tensor_cores_peak():
     start = C.with_values(PS, "ws-hopper", "bf16", {"math_flops_per_us": 0.7 * peak})
     _, rep = C.fit_constants(meas, start, names=("math_flops_per_us", "t_epilogue_us"))
     assert rep["ws-hopper/bf16"]["values"]["math_flops_per_us"] == pytest.approx(peak, rel=1e-3)
-    assert C.ceilings(PS, "ws-hopper", "bf16") == {"math_flops_per_us": peak}
+    assert C.ceilings(PS, "ws-hopper", "bf16") == {"math_flops_per_us": peak,
+                                                    "dram_eff_bytes_per_us": PS.gpu.dram_bytes_per_s / 1e6}
+
+
+def test_split_k_waves_before_the_last_pay_the_read_back_and_epilogue_over_sk():
+    """split_k_overlap: of a tile's Sk CTAs only the last to arrive reads the partials back
+    and runs the epilogue; the others' SMs take the next wave's CTAs, so each wave but the
+    last costs (read + epilogue) / Sk. 99 tiles x Sk = 4 make three full waves of 132 CTAs:
+    two of them pay 1/4 of the epilogue (half the three waves' epilogue time is gone) and of
+    the read-back (less than the same share of the whole fix-up, whose writes stay). One
+    wave, and Sk = 1, are untouched."""
+    df = rows(m=[1152, 1024, 1152], n=[1408, 256, 1408], k=[4096] * 3, tile_m=[128] * 3, tile_n=[128] * 3,
+              split_k=[4, 4, 1], persistent=[False] * 3)
+    on, off = W.predict(df, PS), W.predict(df, PS, split_k_overlap=False)
+    assert list(on["waves"]) == [3, 1, 1]
+    assert on["epilogue_us"][0] == pytest.approx(off["epilogue_us"][0] / 2)
+    saved_read = off["reduction_us"][0] - on["reduction_us"][0]
+    assert 0 < saved_read < 2 * 0.75 * off["reduction_us"][0] / 3
+    for i in (1, 2):
+        assert on["predicted_us"][i] == off["predicted_us"][i]

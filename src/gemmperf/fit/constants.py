@@ -36,12 +36,15 @@ BOUND = float(np.log(8.0))
 def ceilings(pset: ParamSet, family: str, dtype: str) -> dict[str, float]:
     """Fitted values no kernel can exceed, by name: ``math_flops_per_us`` at most the
     descriptor's peak (tensor-core, or FMA for simt, FLOP per clock per SM x the maximum
-    SM clock). Above it the fit would be buying accuracy with an impossible rate, paid back
-    by other terms (issue 17 step 9)."""
+    SM clock), ``dram_eff_bytes_per_us`` at most the descriptor's DRAM rate. Above them
+    the fit would be buying accuracy with an impossible rate, paid back by other terms
+    (issue 17 steps 9 and 12)."""
+    out = {"dram_eff_bytes_per_us": pset.gpu.dram_bytes_per_s / 1e6}
     try:
-        return {"math_flops_per_us": default_params(pset.gpu, family, dtype).math_flops_per_us}
-    except UserError:  # no rate of this dtype on this GPU: no ceiling to keep
-        return {}
+        out["math_flops_per_us"] = default_params(pset.gpu, family, dtype).math_flops_per_us
+    except UserError:  # no rate of this dtype on this GPU: no math ceiling to keep
+        pass
+    return out
 
 
 def _bounds(names, base: dict, ceiling: dict) -> tuple[np.ndarray, np.ndarray]:

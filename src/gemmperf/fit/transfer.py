@@ -21,7 +21,8 @@ microbenchmarks and descriptor say, each value by its unit:
   probe measured, 1.52 and 0.72 us). One that names a microbenchmarked parameter
   (``t_epilogue_us``: the epilogue's per-thread and TMA-store costs) scales with the
   ratio of the two GPUs' microbenchmark values of it (the H200's epilogue is 1.10x the
-  H100's, its own fit's per-thread cost 1.06x).
+  H100's, its own fit's per-thread cost 1.06x). The DRAM rate stays at most the target's
+  datasheet rate (``constants.ceilings``), as a fit on the target would keep it.
 
 Where the source GPU measured a configuration, ``anchored`` gives a second answer: its
 measured time times the ratio of the transfer's prediction to the source fit's, so only
@@ -106,13 +107,15 @@ def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet,
         dst = target_base.get(family, dtype)
         values = {name: getattr(dst, name) * _ratio(getattr(src, name), getattr(base, name))
                   for name in BY_MICROBENCH}
-        for name, ceiling in ceilings(target_base, family, dtype).items():  # the target's peak, as in a fit
-            values[name] = min(values[name], ceiling)
         values.update({name: getattr(src, name) for name in AS_IS})
         # a constant of the path a microbenchmarked parameter times scales with its ratio
         scale_here = {**scale, **{name: _ratio(getattr(dst, figure), getattr(base, figure))
                                   for name, figure in by_param.items()}}
         constants = {name: value * scale_here.get(name, 1.0) for name, value in src.constants.items()}
+        for name, ceiling in ceilings(target_base, family, dtype).items():  # the target's peaks, as in a fit
+            held = values if name in values else constants if name in constants else {}
+            if name in held:
+                held[name] = min(held[name], ceiling)
         entries[(family, dtype)] = dataclasses.replace(dst, **values, constants=constants, source="transferred",
                                                        quality={}, uncertainty={})
     return ParamSet(gpu=target_base.gpu, entries=entries)

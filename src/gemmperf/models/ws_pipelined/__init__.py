@@ -61,6 +61,9 @@ assumption so its contribution shows):
   than the same bytes split over two.
 - ``zero_fill_rate``: the zero fill is work done once per k-block, so it bounds the
   period as a term of its own; a deeper ring hides only its latency.
+- ``split_k_overlap``: only the last of a tile's Sk CTAs reads the partials back and runs
+  the epilogue; the others leave, so a split-K wave before the last costs its SMs that
+  work over Sk, not whole.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and

@@ -113,13 +113,16 @@ def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale, t_c) -> 
     Ping-pong (``effects.pingpong_overlap``) hides epilogues and later fills behind the
     other consumer warpgroup's main loop; the TMA-store epilogue drains its last tile's
     stores at the end (``store_drain``). Split-K's fix-up (``effects.split_k_fixup``)
-    precedes each wave's epilogue; stream-K's one wave of workers adds its segment ends,
-    epilogues and fix-up (``stream_k_terms``)."""
+    precedes each wave's epilogue, the waves before the last paying their read-back and
+    epilogue over Sk (``effects.split_k_overlap``); stream-K's one wave of workers adds its
+    segment ends, epilogues and fix-up (``stream_k_terms``)."""
     g = x.grid
     has_rem = g.rem > 0
     mainloop = scale * (g.full_waves * full.rest + has_rem * last.rest)
     epi = g.full_waves * full.epilogue + has_rem * last.epilogue
     red = g.full_waves * full.fixup + has_rem * last.fixup
+    epi_off, red_off = E.split_k_overlap(x, full.epilogue, E.split_k_read(x, full.a))
+    epi, red = epi - epi_off, red - red_off
     exposed_full = np.maximum(full.fill - (full.epilogue + full.fixup), 0.0)
     exposed_last = np.maximum(last.fill - (full.epilogue + full.fixup), 0.0)
     later_fills = np.where(has_rem, np.maximum(g.full_waves - 1, 0) * exposed_full

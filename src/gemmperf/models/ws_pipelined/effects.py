@@ -355,6 +355,32 @@ def split_k_fixup(x: Inputs, a):
     return np.where(sk > 1, reduction(x, a, 1.0, sk, a / sk), 0.0)
 
 
+def split_k_overlap(x: Inputs, full_epilogue, full_read):
+    """What split-K's waves before the last do not wait for: (epilogue, read-back) to take
+    off each of them. A tile's Sk CTAs write their partials and arrive; only the last to
+    arrive reads the partials back and runs the epilogue, and the other Sk - 1 leave, so
+    their SMs take the next wave's CTAs (or their next items) at once instead of waiting
+    for the slowest of the wave. Every wave but the last thus costs its SMs
+        (read + E) / Sk
+    on average instead of read + E; the last wave's chain stays whole. Off (or Sk = 1):
+    every wave waits for its slowest CTA, (0, 0)."""
+    if not x.on.split_k_overlap:
+        return 0.0, 0.0
+    g = x.grid
+    before_last = np.maximum(g.full_waves - (g.rem == 0), 0)
+    share = np.where(x.split_k > 1, before_last * (1.0 - 1.0 / x.split_k), 0.0)
+    return share * full_epilogue, share * full_read
+
+
+def split_k_read(x: Inputs, a):
+    """The part of ``split_k_fixup`` only the last arriver of a tile does: reading the Sk
+    partials back."""
+    if not x.on.split_k_fixup:
+        return np.zeros(x.shape)
+    sk = x.split_k
+    return np.where(sk > 1, reduction(x, a, 0.0, sk, a / sk), 0.0)
+
+
 class StreamKTerms(NamedTuple):
     segments: np.ndarray  # n_seg - 1: tile ends inside a worker's range (0 off stream-K rows)
     epilogues: np.ndarray  # epilogues beyond the one the wave composition counts

@@ -37,6 +37,7 @@ class Switches:
     ring_jitter: bool = True
     epilogue_threads: bool = True
     zero_fill_rate: bool = True
+    split_k_overlap: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
