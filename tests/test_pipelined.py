@@ -565,3 +565,16 @@ def test_split_k_waves_before_the_last_pay_the_read_back_and_epilogue_over_sk():
     assert 0 < saved_read < 2 * 0.75 * off["reduction_us"][0] / 3
     for i in (1, 2):
         assert on["predicted_us"][i] == off["predicted_us"][i]
+
+
+def test_the_read_back_pays_a_round_trip_per_partial():
+    """partial_latency_us: the fix-up's read-back loop takes the Sk partials one after
+    another, each an L2 round trip before its bytes. A decode tile's partials (M = 8 rows)
+    are a few KB: with Sk = 16 (one wave) the read-back costs 16 round trips more than with
+    none."""
+    df = rows(m=[8], n=[1024], k=[8192], tile_m=[128], tile_n=[128], split_k=[16], persistent=[False])
+    lat = W.constants_for(PS, "ws-hopper", "bf16").partial_latency_us
+    assert lat == pytest.approx(0.5)
+    none = C.with_values(PS, "ws-hopper", "bf16", {"partial_latency_us": 0.0})
+    on, off = W.predict(df, PS)["reduction_us"][0], W.predict(df, none)["reduction_us"][0]
+    assert on - off == pytest.approx(16 * lat)

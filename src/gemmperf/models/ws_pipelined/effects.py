@@ -331,12 +331,15 @@ def reduction(x: Inputs, a, writes, reads, readers):
     partials written (each followed by its arrival), then ``reads`` partials read back by
     the last arriver, while ``readers`` CTAs of the wave read as many:
         writes * (max(Pb / partial_write_bytes_per_us, a*Pb / l2_bytes_per_us) + fixup_sync_us)
-        + max(reads*Pb / partial_read_bytes_per_us, readers*reads*Pb / l2_bytes_per_us)
-    (the workspace stays in L2: the wave's writes and reads share its rate)."""
+        + max(reads*(partial_latency_us + Pb / partial_read_bytes_per_us), readers*reads*Pb / l2_bytes_per_us)
+    (the workspace stays in L2: the wave's writes and reads share its rate). The read-back
+    loop takes the partials one after another, each an L2 round trip before its bytes: a
+    decode tile's partials (rows < M only: a few hundred bytes) cost their latency."""
     pb = partial_bytes(x)
     l2 = x.c.l2_bytes_per_us
     write = np.maximum(pb / x.c.partial_write_bytes_per_us, a * pb / l2) + x.c.fixup_sync_us
-    read = np.maximum(reads * pb / x.c.partial_read_bytes_per_us, readers * reads * pb / l2)
+    read = np.maximum(reads * (x.c.partial_latency_us + pb / x.c.partial_read_bytes_per_us),
+                      readers * reads * pb / l2)
     return writes * write + read
 
 
