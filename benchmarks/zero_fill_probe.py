@@ -1,0 +1,81 @@
+"""Probe: what does TMA's zero fill cost, alone and multicast in clusters?
+
+On the shipped H100 data, decode rows (M <= 64, most of every A box zero-filled) in 2x2
+clusters are still predicted 0.87-0.89x at 7-8 ring stages after ws-pipelined's step 11
+(the zero fill a term of the ring's period of its own), where 1x1, 2x1 and 1x2 clusters
+are within 5% (benchmarks/MODEL_ACCURACY.md, step 11). This times one decode-like shape
+(N = 3712: 58 column tiles of 64, K = 14280) with M = 1, 64 and 128 (a 128-row A box
+127, 64 and 0 rows zero-filled), 128x64 tiles, ping-pong, persistent, in every cluster
+shape and at 2, 4 and 8 stages, each run verified against float64 as in a sweep, so the
+zero fill's cost per row, its dependence on the ring depth and on multicast can be read
+off directly. A GPU-side script: numpy + cuda-python only.
+
+    PYTHONPATH=src python3 benchmarks/zero_fill_probe.py [--out probe.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+
+CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
+MS = (1, 64, 128)
+STAGES = (2, 4, 8)
+N, K = 3712, 14280
+
+
+def tasks() -> list[dict]:
+    """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration)."""
+    from gemmperf.problem import KernelConfig
+
+    out = []
+    for m in MS:
+        for cm, cn in CLUSTERS:
+            for stages in STAGES:
+                cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=128, tile_n=64, tile_k=64,
+                                   stages=stages, cluster_m=cm, cluster_n=cn, persistent=True,
+                                   schedule="pingpong", epilogue="tma")
+                out.append({"m": m, "n": N, "k": K, **cfg.as_dict()})
+    return out
+
+
+def main(argv=None) -> int:
+    from gemmperf.bench.measure import Measurer
+    from gemmperf.hardware import probe
+    from gemmperf.kernels import check_legal
+    from gemmperf.problem import KernelConfig
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None, help="CSV of every run")
+    a = ap.parse_args(argv)
+    gpu = probe(0)
+    meas = Measurer(gpu, max_seconds=1.0)
+    rows = []
+    for task in tasks():
+        cfg = KernelConfig(**{k: v for k, v in task.items() if k not in ("m", "n", "k")})
+        why = check_legal(cfg, gpu)
+        row = {"m": task["m"], "cluster": f"{cfg.cluster_m}x{cfg.cluster_n}", "stages": cfg.stages,
+               "status": "illegal" if why else None, "time_us": None, "reason": why or ""}
+        if why is None:
+            out = meas(task)
+            row.update(status=out.get("status"), time_us=out.get("time_us"), reason=out.get("reason", ""),
+                       clock_start=out.get("sm_clock_start_mhz"), clock_end=out.get("sm_clock_end_mhz"))
+        rows.append(row)
+        print(f"M={row['m']:<4d} {row['cluster']} B={row['stages']} {row['status']:8s} "
+              f"{row['time_us'] or float('nan'):9.2f} us {row['reason'][:80]}", flush=True)
+    if a.out:
+        with open(a.out, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(c for r in rows for c in r)))
+            w.writeheader()
+            w.writerows(rows)
+    print("\ntime_us by M and cluster, stages " + " / ".join(map(str, STAGES)))
+    for m in MS:
+        for cm, cn in CLUSTERS:
+            t = [r["time_us"] for r in rows if (r["m"], r["cluster"]) == (m, f"{cm}x{cn}") and r["status"] == "ok"]
+            print(f"M={m:<4d} {cm}x{cn}: " + " / ".join(f"{x:.1f}" for x in t))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
