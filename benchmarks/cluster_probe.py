@@ -16,8 +16,6 @@ otherwise). A GPU-side script: numpy + cuda-python only.
 
 from __future__ import annotations
 
-import argparse
-import csv
 import sys
 
 CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
@@ -45,36 +43,19 @@ def tasks(gpu) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    from gemmperf.bench.measure import Measurer
-    from gemmperf.hardware import probe
-    from gemmperf.kernels import check_legal
-    from gemmperf.problem import KernelConfig
+    from probes import measure, start, write_csv
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=None, help="CSV of every run")
-    a = ap.parse_args(argv)
-    gpu = probe(0)
-    meas = Measurer(gpu, max_seconds=1.0, verify_modes=("full",))
+    a, gpu, meas = start(__doc__, argv)
     rows = []
     for task in tasks(gpu):
-        waves = task.pop("waves")
-        cfg = KernelConfig(**{k: v for k, v in task.items() if k not in ("m", "n", "k")})
-        m, n, mode, persistent, cm, cn = task["m"], task["n"], cfg.mode, cfg.persistent, cfg.cluster_m, cfg.cluster_n
-        why = check_legal(cfg, gpu)
-        row = {"m": m, "n": n, "k": K, "waves": waves, "mode": mode, "persistent": persistent,
-               "cluster": f"{cm}x{cn}", "status": "illegal" if why else None, "time_us": None, "reason": why or ""}
-        if why is None:
-            out = meas(task)
-            row.update(status=out.get("status"), time_us=out.get("time_us"), reason=out.get("reason", ""),
-                       clock_start=out.get("sm_clock_start_mhz"), clock_end=out.get("sm_clock_end_mhz"))
+        m, n, mode, persistent, cm, cn = (task[f] for f in ("m", "n", "mode", "persistent", "cluster_m", "cluster_n"))
+        row = {"m": m, "n": n, "k": K, "waves": task["waves"], "mode": mode, "persistent": persistent,
+               "cluster": f"{cm}x{cn}", **measure(meas, gpu, task)}
         rows.append(row)
         print(f"{m}x{n}x{K} {mode:5s} {'P' if persistent else 'N'} {cm}x{cn} {row['status']:8s} "
               f"{row['time_us'] or float('nan'):8.2f} us {row['reason']}", flush=True)
     if a.out:
-        with open(a.out, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(c for r in rows for c in r)))
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(a.out, rows)
     print("\nwaves mode persistent: time_us per cluster (difference to 1x1)")
     for waves in WAVES:
         for mode in MODES:

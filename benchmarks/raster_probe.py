@@ -12,8 +12,6 @@ GPU-side script: numpy + cuda-python only.
 
 from __future__ import annotations
 
-import argparse
-import csv
 import sys
 import time
 
@@ -23,42 +21,29 @@ RASTERS = ("row", "column", "grouped")
 
 
 def main(argv=None) -> int:
-    from gemmperf.bench.measure import Measurer
-    from gemmperf.hardware import probe
-    from gemmperf.kernels import check_legal
     from gemmperf.problem import KernelConfig
+    from probes import measure, start, write_csv
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=None, help="CSV of every run")
-    a = ap.parse_args(argv)
-    gpu = probe(0)
-    meas = Measurer(gpu, max_seconds=1.0)
+    a, gpu, meas = start(__doc__, argv)
     rows = []
     for m, n, k in SHAPES:
         for tm, tn, st in TILES:
             for persistent in (False, True):
                 for raster in RASTERS:
                     cfg = KernelConfig("ws-hopper", "bf16", tm, tn, 64, st, 1, 1, persistent, raster, "full")
-                    why = check_legal(cfg, gpu)
-                    if why is not None:
-                        continue
                     t0 = time.time()
-                    task = {"m": m, "n": n, "k": k, **cfg.as_dict()}
-                    out = meas(task)
+                    out = measure(meas, gpu, {"m": m, "n": n, "k": k, **cfg.as_dict()})
+                    if out["status"] == "illegal":
+                        continue
                     rows.append({"m": m, "n": n, "k": k, "tile_m": tm, "tile_n": tn, "stages": st,
-                                 "persistent": persistent, "raster": raster, "status": out.get("status"),
-                                 "time_us": out.get("time_us"), "clock_start": out.get("sm_clock_start_mhz"),
-                                 "clock_end": out.get("sm_clock_end_mhz"), "reason": out.get("reason", ""),
+                                 "persistent": persistent, "raster": raster, **out,
                                  "wall_s": round(time.time() - t0, 2)})
                     r = rows[-1]
                     print(f"{m}x{n}x{k} {tm}x{tn} s{st} {'P' if persistent else 'N'} {raster:8s} "
                           f"{r['status']:12s} {r['time_us'] or float('nan'):9.1f} us "
                           f"clk {r['clock_start']}->{r['clock_end']}", flush=True)
     if a.out:
-        with open(a.out, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(a.out, rows)
     # summary: each tile's time per raster, relative to non-persistent row
     print("\nshape tile: time_us by (persistent, raster), ratio to non-persistent row")
     for m, n, k in SHAPES:

@@ -15,8 +15,6 @@ off directly. A GPU-side script: numpy + cuda-python only.
 
 from __future__ import annotations
 
-import argparse
-import csv
 import sys
 
 CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
@@ -41,34 +39,18 @@ def tasks() -> list[dict]:
 
 
 def main(argv=None) -> int:
-    from gemmperf.bench.measure import Measurer
-    from gemmperf.hardware import probe
-    from gemmperf.kernels import check_legal
-    from gemmperf.problem import KernelConfig
+    from probes import measure, start, write_csv
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=None, help="CSV of every run")
-    a = ap.parse_args(argv)
-    gpu = probe(0)
-    meas = Measurer(gpu, max_seconds=1.0)
+    a, gpu, meas = start(__doc__, argv)
     rows = []
     for task in tasks():
-        cfg = KernelConfig(**{k: v for k, v in task.items() if k not in ("m", "n", "k")})
-        why = check_legal(cfg, gpu)
-        row = {"m": task["m"], "cluster": f"{cfg.cluster_m}x{cfg.cluster_n}", "stages": cfg.stages,
-               "status": "illegal" if why else None, "time_us": None, "reason": why or ""}
-        if why is None:
-            out = meas(task)
-            row.update(status=out.get("status"), time_us=out.get("time_us"), reason=out.get("reason", ""),
-                       clock_start=out.get("sm_clock_start_mhz"), clock_end=out.get("sm_clock_end_mhz"))
+        row = {"m": task["m"], "cluster": f"{task['cluster_m']}x{task['cluster_n']}", "stages": task["stages"],
+               **measure(meas, gpu, task)}
         rows.append(row)
         print(f"M={row['m']:<4d} {row['cluster']} B={row['stages']} {row['status']:8s} "
               f"{row['time_us'] or float('nan'):9.2f} us {row['reason'][:80]}", flush=True)
     if a.out:
-        with open(a.out, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(c for r in rows for c in r)))
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(a.out, rows)
     print("\ntime_us by M and cluster, stages " + " / ".join(map(str, STAGES)))
     for m in MS:
         for cm, cn in CLUSTERS:

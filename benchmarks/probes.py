@@ -1,0 +1,49 @@
+"""What the GPU probes of benchmarks/ (cluster_probe, raster_probe, zero_fill_probe)
+share: one run measured as a sweep measures it, and their CSV. GPU-side: numpy +
+cuda-python only; the gemmperf imports are inside the functions, so a probe's task list
+loads without them."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+
+
+def start(doc: str, argv=None):
+    """(arguments, GPU, Measurer) of a probe: ``--out`` (a CSV of every run, optional),
+    the local GPU probed, a Measurer that verifies full-mode runs and times each for up to
+    a second."""
+    from gemmperf.bench.measure import Measurer
+    from gemmperf.hardware import probe
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--out", default=None, help="CSV of every run")
+    args = ap.parse_args(argv)
+    gpu = probe(0)
+    return args, gpu, Measurer(gpu, max_seconds=1.0)
+
+
+def measure(meas, gpu, task: dict) -> dict:
+    """One run of ``task`` (``m``, ``n``, ``k`` and the configuration's fields; other keys
+    are ignored) by ``meas`` (a bench.measure.Measurer: verified against float64, then
+    timed): status, time_us, reason and the SM clock before and after. A configuration
+    the GPU cannot run is not launched: status "illegal" and why."""
+    from gemmperf.kernels import check_legal
+    from gemmperf.problem import KernelConfig
+
+    fields = KernelConfig.__dataclass_fields__
+    cfg = KernelConfig(**{k: v for k, v in task.items() if k in fields})
+    why = check_legal(cfg, gpu)
+    if why is not None:
+        return {"status": "illegal", "time_us": None, "reason": why}
+    out = meas({**{k: v for k, v in task.items() if k in fields}, "m": task["m"], "n": task["n"], "k": task["k"]})
+    return {"status": out.get("status"), "time_us": out.get("time_us"), "reason": out.get("reason", ""),
+            "clock_start": out.get("sm_clock_start_mhz"), "clock_end": out.get("sm_clock_end_mhz")}
+
+
+def write_csv(path, rows: list[dict]) -> None:
+    """``rows`` to ``path``, every column any row has, in first-seen order."""
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(c for r in rows for c in r)))
+        w.writeheader()
+        w.writerows(rows)

@@ -1,0 +1,31 @@
+"""benchmarks/probes.py without a GPU: a run the GPU cannot do is not launched, a run it
+can is measured with only its size and configuration, and the CSV keeps every column."""
+
+import csv
+from pathlib import Path
+
+from gemmperf.hardware import get_gpu
+from gemmperf.problem import KernelConfig
+from scripts import load_script
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_measure_skips_illegal_runs_and_passes_the_task_on(tmp_path):
+    probes = load_script(ROOT / "benchmarks" / "probes.py")
+    gpu = get_gpu("h100-sxm5-80gb")
+    seen = []
+
+    def meas(task):
+        seen.append(task)
+        return {"status": "ok", "time_us": 12.5, "sm_clock_start_mhz": 1980.0, "sm_clock_end_mhz": 1965.0}
+
+    legal = {"m": 256, "n": 256, "k": 64, "waves": 1, **KernelConfig(family="ws-hopper", dtype="bf16").as_dict()}
+    illegal = {**legal, "tile_m": 512, "tile_n": 512}
+    assert probes.measure(meas, gpu, illegal)["status"] == "illegal" and not seen
+    out = probes.measure(meas, gpu, legal)
+    assert out == {"status": "ok", "time_us": 12.5, "reason": "", "clock_start": 1980.0, "clock_end": 1965.0}
+    assert "waves" not in seen[0] and (seen[0]["m"], seen[0]["tile_m"]) == (256, legal["tile_m"])
+    path = tmp_path / "runs.csv"
+    probes.write_csv(path, [{"a": 1}, {"a": 2, "b": 3}])
+    assert list(csv.DictReader(open(path))) == [{"a": "1", "b": ""}, {"a": "2", "b": "3"}]
