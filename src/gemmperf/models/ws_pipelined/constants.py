@@ -97,7 +97,8 @@ class PipelinedConstants:
     ring_extra_latency_us: float = _const(
         fixed(0.5), "us", "a ring slot's round trip beyond the microbenchmarks' load latency", 0.0, 5.0)
     oob_row_us: float = _const(
-        fixed(1.5e-4), "us/row", "time one zero-filled box row of a wave's k-block adds (to its round trip and, as TMA work, to its period)", 0.0, 1e-2)
+        fixed(1.5e-4), "us/row", "time one zero-filled box row of a wave's k-block adds (to its round trip and, "
+        "as TMA work, to its period)", 0.0, 1e-2)
     oob_sat_rows: float = _const(
         fixed(3.0e4), "rows", "zero-filled rows in flight where their added latency levels off", 1e3, 1e6)
     tma_epilogue_us: float = _const(

@@ -359,11 +359,11 @@ def split_k_fixup(x: Inputs, a):
 
 
 def split_k_overlap(x: Inputs, full_epilogue, full_read):
-    """What split-K's waves before the last do not wait for: (epilogue, read-back) to take
-    off each of them. A tile's Sk CTAs write their partials and arrive; only the last to
-    arrive reads the partials back and runs the epilogue, and the other Sk - 1 leave, so
-    their SMs take the next wave's CTAs (or their next items) at once instead of waiting
-    for the slowest of the wave. Every wave but the last thus costs its SMs
+    """The (epilogue, read-back) time split-K's waves before the last do not spend, to take
+    off their sum over the waves. A tile's Sk CTAs write their partials and arrive; only
+    the last to arrive reads the partials back and runs the epilogue, and the other Sk - 1
+    leave, so their SMs take the next wave's CTAs (or their next items) at once instead of
+    waiting for the slowest of the wave. Every wave but the last thus costs its SMs
         (read + E) / Sk
     on average instead of read + E; the last wave's chain stays whole. Off (or Sk = 1):
     every wave waits for its slowest CTA, (0, 0)."""
