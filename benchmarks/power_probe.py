@@ -60,7 +60,7 @@ WINDOW_S = 0.05
 def main(argv=None) -> int:
     from cuda.bindings import driver as cu
 
-    from gemmperf.bench.measure import Measurer
+    from gemmperf.bench.measure import SAMPLES, Measurer
     from gemmperf.hardware import probe
     from gemmperf.kernels import check_legal
     from gemmperf.kernels.driver import check
@@ -90,7 +90,7 @@ def main(argv=None) -> int:
                 continue
             kern = meas.kernel(cfg)
             with GemmRunner(kern, m, n, k, stream=0) as runner:
-                ok = verify(kern, m, n, k, runner=runner, samples=48)
+                ok = verify(kern, m, n, k, runner=runner, samples=SAMPLES)
                 if not ok.ok:
                     print(f"{label}: wrong result ({ok.reason[:200]})", flush=True)
                     continue

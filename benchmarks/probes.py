@@ -31,12 +31,11 @@ def measure(meas, gpu, task: dict) -> dict:
     from gemmperf.kernels import check_legal
     from gemmperf.problem import KernelConfig
 
-    fields = KernelConfig.__dataclass_fields__
-    cfg = KernelConfig(**{k: v for k, v in task.items() if k in fields})
-    why = check_legal(cfg, gpu)
+    config = {k: v for k, v in task.items() if k in KernelConfig.__dataclass_fields__}
+    why = check_legal(KernelConfig(**config), gpu)
     if why is not None:
         return {"status": "illegal", "time_us": None, "reason": why}
-    out = meas({**{k: v for k, v in task.items() if k in fields}, "m": task["m"], "n": task["n"], "k": task["k"]})
+    out = meas({**config, "m": task["m"], "n": task["n"], "k": task["k"]})
     return {"status": out.get("status"), "time_us": out.get("time_us"), "reason": out.get("reason", ""),
             "clock_start": out.get("sm_clock_start_mhz"), "clock_end": out.get("sm_clock_end_mhz")}
 

@@ -113,9 +113,9 @@ def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet,
                                   for name, figure in by_param.items()}}
         constants = {name: value * scale_here.get(name, 1.0) for name, value in src.constants.items()}
         for name, ceiling in ceilings(target_base, family, dtype).items():  # the target's peaks, as in a fit
-            held = values if name in values else constants if name in constants else {}
-            if name in held:
-                held[name] = min(held[name], ceiling)
+            for held in (values, constants):
+                if name in held:
+                    held[name] = min(held[name], ceiling)
         entries[(family, dtype)] = dataclasses.replace(dst, **values, constants=constants, source="transferred",
                                                        quality={}, uncertainty={})
     return ParamSet(gpu=target_base.gpu, entries=entries)

@@ -352,10 +352,15 @@ def split_k_fixup(x: Inputs, a):
     to its epilogue. The items' shorter K loops (S = ceil(KT/Sk)) and their waves are the
     geometry's (geometry.py), on whatever this switch says. Off, or Sk = 1: 0 (partials
     reduce for free)."""
+    return _split_k_reduction(x, a, writes=1.0)
+
+
+def _split_k_reduction(x: Inputs, a, writes):
+    """``reduction``(a, writes, reads=Sk, readers=a/Sk) on split-K rows with the fix-up on, else 0."""
     if not x.on.split_k_fixup:
         return np.zeros(x.shape)
     sk = x.split_k
-    return np.where(sk > 1, reduction(x, a, 1.0, sk, a / sk), 0.0)
+    return np.where(sk > 1, reduction(x, a, writes, sk, a / sk), 0.0)
 
 
 def split_k_overlap(x: Inputs, full_epilogue, full_read):
@@ -378,10 +383,7 @@ def split_k_overlap(x: Inputs, full_epilogue, full_read):
 def split_k_read(x: Inputs, a):
     """The part of ``split_k_fixup`` only the last arriver of a tile does: reading the Sk
     partials back."""
-    if not x.on.split_k_fixup:
-        return np.zeros(x.shape)
-    sk = x.split_k
-    return np.where(sk > 1, reduction(x, a, 0.0, sk, a / sk), 0.0)
+    return _split_k_reduction(x, a, writes=0.0)
 
 
 class StreamKTerms(NamedTuple):
