@@ -578,3 +578,46 @@ def test_the_read_back_pays_a_round_trip_per_partial():
     none = C.with_values(PS, "ws-hopper", "bf16", {"partial_latency_us": 0.0})
     on, off = W.predict(df, PS)["reduction_us"][0], W.predict(df, none)["reduction_us"][0]
     assert on - off == pytest.approx(16 * lat)
+
+
+def test_stream_k_reuse_tabulates_the_lag_to_the_nearest_worker_ahead_on_a_panel():
+    """Three workers over 1 x 4 units of 8 k-blocks (row raster): ranges [0, 10), [10, 21),
+    [21, 32). At the four sampled positions the workers on the one A panel are 2 and 3
+    k-blocks apart (a worker that crossed onto the next unit of the row read the k-block a
+    tile ago, which is no nearer), the last of each sample has nobody ahead: of 12 reads
+    4 lag 2, 4 lag 3. Every unit is a column of its own: no B read has a user ahead."""
+    from gemmperf.models.ws_pipelined.geometry import HOLDS, ROW, stream_k_reuse
+
+    share_m, share_n = stream_k_reuse(np.array([1]), np.array([4]), np.array([8]), np.array([3]), np.array([ROW]),
+                                      np.array([8]), np.array([True]))
+    assert list(HOLDS[:4]) == [0, 1, 3, 7]
+    assert share_m[0, :4] == pytest.approx([0, 0, 8 / 12, 8 / 12])
+    assert (share_n == 0).all()
+    # two workers at the same offset of the one panel: one read of each pair is a hit at any hold
+    pair = stream_k_reuse(np.array([1]), np.array([2]), np.array([4]), np.array([2]), np.array([ROW]),
+                          np.array([8]), np.array([True]))[0]
+    assert pair[0] == pytest.approx(0.5)
+    off = stream_k_reuse(np.array([1]), np.array([2]), np.array([4]), np.array([2]), np.array([ROW]),
+                         np.array([8]), np.array([False]))
+    assert (off[0] == 0).all() and (off[1] == 0).all()
+
+
+def test_stream_k_workers_at_offsets_far_apart_share_little_l2():
+    """stream_k_offsets: 2048 x 4096 x 14336 in 128x128 tiles (column raster, 512 tiles of
+    224 k-blocks over 132 workers of 869 iterations): neighbouring workers run 27
+    k-blocks apart on a B panel and the L2 keeps far fewer k-blocks of the wave's stream,
+    so the hit rate falls well below the data-parallel wave's and the row slows down.
+    4096^3 in 128x256 tiles (row raster, KT 64, workers 249 iterations: neighbours 7
+    k-blocks apart on an A panel) keeps more of its reuse. Rows whose ranges start on
+    tiles are untouched."""
+    big = _decode(m=2048, n=4096, k=14336, tile_m=128, tile_n=128, stages=7, persistent=True, raster="column",
+                  stream_k=True)
+    near = _decode(m=4096, n=4096, k=4096, tile_m=128, tile_n=256, stages=2, persistent=True, raster="row",
+                   stream_k=True)
+    even = _decode(n=132 * 128, persistent=True, raster="grouped", stream_k=True)
+    df = pl.concat([big, near, even])
+    on, off = W.predict(df, PS), W.predict(df, PS, stream_k_offsets=False)
+    h_on, h_off = on["l2_hit_rate_est"].to_list(), off["l2_hit_rate_est"].to_list()
+    assert h_off[0] > 0.85 and h_on[0] < 0.5 and on["predicted_us"][0] > 1.2 * off["predicted_us"][0]
+    assert h_on[1] - h_on[0] > 0.2
+    assert on.row(2) == off.row(2)

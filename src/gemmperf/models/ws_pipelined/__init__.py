@@ -64,6 +64,9 @@ assumption so its contribution shows):
 - ``split_k_overlap``: only the last of a tile's Sk CTAs reads the partials back and runs
   the epilogue; the others leave, so a split-K wave before the last costs its SMs that
   work over Sk, not whole.
+- ``stream_k_offsets``: stream-K's workers start inside tiles, so the workers on one
+  panel run at k offsets far apart; a read hits L2 only if a worker ahead read that
+  k-block within the L2's hold (the lags tabulated from the workers' positions).
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and

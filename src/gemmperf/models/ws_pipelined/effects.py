@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .geometry import Span, line_shares, span_hit_rate
+from .geometry import HOLDS, Span, line_shares, span_hit_rate
 from .inputs import Inputs
 
 
@@ -28,7 +28,54 @@ def l2_reuse(x: Inputs, w: Span):
         return np.asarray(x.l2_hit_rate, dtype=np.float64)
     g = x.grid
     l2e = x.c.l2_effective_fraction * x.l2_bytes
-    return span_hit_rate(w.bytes, l2e, x.c.l2_window_kblocks, x.c.l2_skew_kblocks, g.d_m, g.d_n)
+    return stream_k_offsets(x, w, l2e, span_hit_rate(w.bytes, l2e, x.c.l2_window_kblocks, x.c.l2_skew_kblocks,
+                                                     g.d_m, g.d_n))
+
+
+# fixed-point steps of stream_k_offsets' hit rate (it moves by < 1% after four)
+SPREAD_STEPS = 4
+
+
+def stream_k_offsets(x: Inputs, w: Span, l2e, plain):
+    """The L2 hit rate of a stream-K wave whose workers start inside tiles (parts > 1).
+
+    Worker w starts at iteration w*I, at k offset w*I mod KT of its tile, so its CTAs
+    read their panels at offsets of their own, not the few k-blocks the CTAs of a
+    data-parallel wave drift apart: a read hits only if a worker ahead on the same panel
+    read that k-block at most the L2's hold ago (geometry.stream_k_reuse tabulates the
+    share F(hold) of such reads from the workers' positions). The L2 keeps the last
+    hold = L2e / (a*(TM'/cn + TN'/cm)*TK*b*(1 - h)) k-blocks of the wave's stream (only
+    misses bring new bytes), less the ``l2_window_kblocks`` the CTAs drift apart anyway:
+        h = (cm*TM'*F_A(hold) + cn*TN'*F_B(hold)) / (cm*TM' + cn*TN'),
+    solved by SPREAD_STEPS fixed-point steps from h = 0. Off, or on other rows: ``plain``
+    (the wave's panels as if its CTAs ran in step, geometry.span_hit_rate)."""
+    g = x.grid
+    on = (x.stream_k > 0) & (g.sk_parts > 1)
+    if not x.on.stream_k_offsets or not np.any(on):
+        return plain
+    tm, tn = w.bytes.rows_m, w.bytes.rows_n
+    rows_m, rows_n = x.cluster_m * tm, x.cluster_n * tn
+    elem = x.in_bytes + x.sf_bytes_per_elem
+    stream = w.a1 * (tm / x.cluster_n + tn / x.cluster_m) * x.tile_k * elem
+    h = np.zeros(x.shape)
+    for _ in range(SPREAD_STEPS):
+        hold = l2e / np.maximum(stream * (1.0 - h), 1.0)
+        f_m, f_n = at_hold(g.sk_reuse_m, hold), at_hold(g.sk_reuse_n, hold)
+        h = (rows_m * f_m + rows_n * f_n) / (rows_m + rows_n)
+    return np.where(on, h, plain)
+
+
+def at_hold(table, hold):
+    """A (rows x HOLDS) table of geometry.stream_k_reuse at each row's ``hold``,
+    interpolated linearly in log2(hold + 1)."""
+    top = len(HOLDS) - 1
+    pos = np.clip(np.log2(np.maximum(hold, 0.0) + 1.0), 0.0, top)
+    pos = np.broadcast_to(pos, table.shape[:1])
+    i0 = np.minimum(np.floor(pos).astype(np.int64), top - 1)
+    frac = pos - i0
+    lo = np.take_along_axis(table, i0[:, None], axis=1)[:, 0]
+    hi = np.take_along_axis(table, i0[:, None] + 1, axis=1)[:, 0]
+    return lo + frac * (hi - lo)
 
 
 def bandwidth_sharing(x: Inputs, w: Span, h, req, loaded, lines):

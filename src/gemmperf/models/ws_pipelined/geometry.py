@@ -35,6 +35,7 @@ approximated by those of the first ceil(a/mult) tiles.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,6 +100,8 @@ class Grid:
     mult: np.ndarray  # CTAs in flight per tile (Sk; stream-K ceil(Wc/U); else 1)
     sk_segments: np.ndarray  # stream-K: tile segments n_seg of a worker's range (at most)
     sk_parts: np.ndarray  # stream-K: workers sharing a tile (at most); 1: no tile is shared
+    sk_reuse_m: np.ndarray  # stream-K: (rows, HOLDS) share of A reads with a user ahead within a hold
+    sk_reuse_n: np.ndarray  # ... of B reads (``stream_k_reuse``; 0 off stream-K rows)
     wave_ctas: np.ndarray  # P
     full_waves: np.ndarray  # F
     rem: np.ndarray  # R
@@ -131,6 +134,8 @@ class Grid:
         sms = wave_ctas(v["cluster_ctas"], v["persistent"], v["persistent_ctas"])
         sk = StreamK.of(units, kt, sms // (cm * cn))
         streamk = v["stream_k"] > 0
+        sk_reuse_m, sk_reuse_n = stream_k_reuse(ceil_div(tiles_m, cm), ceil_div(tiles_n, cn), kt, sk.workers,
+                                                raster, group, streamk & (sk.parts > 1))
         split = v["split_k"]
         items = np.where(streamk, sk.workers * (cm * cn), tiles * split)
         s = np.where(streamk, sk.iters, ceil_div(kt, split))
@@ -155,7 +160,8 @@ class Grid:
                                      v["sf_bytes_per_elem"])
         line_off, sector_off = line_shares(k, in_bytes)
         return cls(k_blocks=s, k_tiles=kt, tiles_m=tiles_m, tiles_n=tiles_n, tiles=tiles, items=items, mult=mult,
-                   sk_segments=sk.segments, sk_parts=sk.parts, wave_ctas=sms, full_waves=full_waves,
+                   sk_segments=sk.segments, sk_parts=sk.parts, sk_reuse_m=sk_reuse_m, sk_reuse_n=sk_reuse_n,
+                   wave_ctas=sms, full_waves=full_waves,
                    rem=rem, first_a=first_a, last_a=last_a, n_waves=full_waves + (rem > 0), useful=useful,
                    useful_ab=useful_ab, d_m=d_m * mult, d_n=d_n * mult, first=span(zero, first_a),
                    full=span(zero, sms), later=span(np.where(full_waves > 1, sms, 0), sms),
@@ -183,6 +189,75 @@ class StreamK:
         segments = np.where(aligned, iters // kt, 1 + ceil_div(np.maximum(iters - 1, 0), kt))
         parts = np.where(aligned, 1, np.minimum(1 + ceil_div(kt - 1, np.maximum(iters, 1)), workers))
         return cls(workers=workers, iters=iters, segments=segments, parts=parts)
+
+
+# Holds (k-blocks of the wave's stream the L2 keeps) at which ``stream_k_reuse`` tabulates
+# its shares: 2^i - 1, so that log2(hold + 1) indexes them; the positions sampled in each
+# worker's range
+HOLDS = 2.0 ** np.arange(15) - 1.0
+SK_SAMPLES = (0.0, 0.25, 0.5, 0.75)
+
+
+def stream_k_reuse(units_m, units_n, kt, workers, raster, group, on):
+    """(A, B): per row, the share of a stream-K wave's panel reads that another read of
+    the same k-block precedes by at most h k-blocks, for each hold h of HOLDS (rows x
+    len(HOLDS)); zeros where ``on`` is false.
+
+    Worker w runs iterations [w*U*KT/Wc, (w+1)*U*KT/Wc) of the (unit, k-block) space in
+    order (the kernel's sk_begin), so at a given time its CTAs are on unit it // KT at k
+    offset it % KT, the units mapped to (row, column) by the raster. A read of a panel's
+    k-block is an L2 hit if a worker ahead of it on the same panel (a larger offset) read
+    that k-block less than the L2's hold ago: the lag is the offset difference to the
+    nearest such worker, or KT where the worker itself read it on the unit before. Taken
+    at the positions SK_SAMPLES of every range. Depends on the sizes only: a fit computes
+    it once; distinct launches are computed once each (cached)."""
+    shape = (np.shape(on)[0] if np.ndim(on) else 1, len(HOLDS))
+    out_m, out_n = np.zeros(shape), np.zeros(shape)
+    on = np.broadcast_to(on, (shape[0],))
+    if not on.any():
+        return out_m, out_n
+    cols = np.stack([np.broadcast_to(np.asarray(c, dtype=np.int64), (shape[0],))[on]
+                     for c in (units_m, units_n, kt, workers, raster, group)], axis=1)
+    keys, inverse = np.unique(cols, axis=0, return_inverse=True)
+    tables = np.array([_stream_k_reuse(*map(int, key)) for key in keys])  # (keys, 2, HOLDS)
+    out_m[on], out_n[on] = tables[inverse.reshape(-1), 0], tables[inverse.reshape(-1), 1]
+    return out_m, out_n
+
+
+@functools.lru_cache(maxsize=4096)
+def _stream_k_reuse(units_m, units_n, kt, workers, raster, group):
+    total = units_m * units_n * kt
+    begin = np.arange(workers + 1, dtype=np.int64) * total // workers
+    lags_m, lags_n = [], []
+    for frac in SK_SAMPLES:
+        it = begin[:-1] + np.floor(frac * (begin[1:] - begin[:-1])).astype(np.int64)
+        unit, k = it // kt, it % kt
+        pm, pn = unit_coords(unit, units_m, units_n, raster, group)
+        qm, qn = unit_coords(np.maximum(unit - 1, 0), units_m, units_n, raster, group)
+        again = it - kt >= begin[:-1]  # the worker read this k-block on its unit before
+        for panel, before, lags in ((pm, qm, lags_m), (pn, qn, lags_n)):
+            order = np.lexsort((k, panel))
+            p_sorted, k_sorted = panel[order], k[order]
+            ahead = np.full(workers, np.inf)
+            ahead[:-1] = np.where(p_sorted[1:] == p_sorted[:-1], k_sorted[1:] - k_sorted[:-1], np.inf)
+            lag = np.empty(workers)
+            lag[order] = ahead
+            lags.append(np.where(again & (before == panel), np.minimum(lag, kt), lag))
+    share = [(np.concatenate(lags)[:, None] <= HOLDS[None, :]).mean(axis=0) for lags in (lags_m, lags_n)]
+    return np.stack(share)
+
+
+def unit_coords(t, units_m, units_n, raster, group):
+    """(row, column) of units ``t`` under the raster (the kernel's tile_coords)."""
+    if raster == ROW:
+        return t // units_n, t % units_n
+    if raster == COLUMN:
+        return t % units_m, t // units_m
+    per_group = group * units_n
+    first = (t // per_group) * group
+    rows = np.minimum(units_m - first, group)
+    r = t - (t // per_group) * per_group
+    return first + r % rows, r // rows
 
 
 def take(obj, idx):
@@ -301,6 +376,8 @@ class WaveBytes:
     the segments are the wave's distinct panels (c*r_m, c*r_n)."""
 
     per_kblock: np.ndarray  # c*(r_m*TM' + r_n*TN') * TK * b: the wave's unique bytes per k-block
+    rows_m: np.ndarray  # TM': a tile's useful rows of A
+    rows_n: np.ndarray  # TN'
     hit_m: np.ndarray  # (a - c*r_m) * TM': A rows read again
     hit_n: np.ndarray  # (a - c*r_n) * TN'
     over: np.ndarray  # rows of panels the previous wave read too
@@ -319,7 +396,7 @@ class WaveBytes:
         over_m = np.where(w.prev, np.maximum(w.p_m + w.r_m - w.u_m, 0), 0) * c
         over_n = np.where(w.prev, np.maximum(w.p_n + w.r_n - w.u_n, 0), 0) * c
         compulsory = 1.0 - (m + n) * k / (tiles_m * tiles_n * (tile_m + tile_n) * s * tile_k)
-        return cls(per_kblock=(r_m * tile_m + r_n * tile_n) * tile_k * in_bytes,
+        return cls(per_kblock=(r_m * tile_m + r_n * tile_n) * tile_k * in_bytes, rows_m=tile_m, rows_n=tile_n,
                    hit_m=(a1 - r_m) * tile_m, hit_n=(a1 - r_n) * tile_n, over=over_m * tile_m + over_n * tile_n,
                    both_bytes=(w.u_m * tile_m + w.u_n * tile_n) * s * tile_k * in_bytes,
                    rows=a1 * (tile_m + tile_n), ab_bytes=(m + n) * k * in_bytes,

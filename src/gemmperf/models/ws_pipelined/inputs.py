@@ -38,6 +38,7 @@ class Switches:
     epilogue_threads: bool = True
     zero_fill_rate: bool = True
     split_k_overlap: bool = True
+    stream_k_offsets: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
