@@ -1,8 +1,12 @@
-"""benchmarks/zero_fill_probe.py without a GPU: every run it times is legal on the H100,
-and the runs it made on a lent H100 are all verified and read back."""
+"""benchmarks/zero_fill_probe.py and oob_box_probe.py (the same decode-like shape, other M
+and ring depths) without a GPU: every run they time is legal on the H100, the out-of-bounds
+box probe counts the wholly out-of-bounds A slices as the kernel loads them, and the runs
+they made on a lent H100 are all verified and read back."""
 
 import csv
 from pathlib import Path
+
+import pytest
 
 from gemmperf.hardware import get_gpu
 from gemmperf.kernels import check_legal
@@ -11,10 +15,12 @@ from scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "benchmarks" / "results" / "zero_fill_probe" / "zero_fill_probe_h100_2026-11-26.csv"
+OOB_RUN = ROOT / "benchmarks" / "results" / "oob_box_probe" / "oob_box_probe_h100_2026-11-26.csv"
 
 
-def test_every_run_is_legal():
-    probe = load_script(ROOT / "benchmarks" / "zero_fill_probe.py")
+@pytest.mark.parametrize("script", ["zero_fill_probe.py", "oob_box_probe.py"])
+def test_every_run_is_legal(script):
+    probe = load_script(ROOT / "benchmarks" / script)
     gpu = get_gpu("h100-sxm5-80gb")
     runs = probe.tasks()
     assert len(runs) == len(probe.MS) * len(probe.CLUSTERS) * len(probe.STAGES)
@@ -31,3 +37,28 @@ def test_the_h100_run_is_verified_and_2x2_clusters_stop_gaining_from_deeper_ring
     # what the probe found: 1x1 gains from 4 to 8 stages, 2x2 does not (a floor per k-block)
     assert t[(1, "1x1", 8)] < 0.9 * t[(1, "1x1", 4)]
     assert abs(t[(1, "2x2", 8)] / t[(1, "2x2", 4)] - 1) < 0.03
+
+
+def test_wholly_out_of_bounds_slices_of_the_worst_cluster():
+    probe = load_script(ROOT / "benchmarks" / "oob_box_probe.py")
+    # 128-row tiles: a 2x2 cluster covers rows 0-255 in four 64-row slices
+    assert [probe.oob_slices(m, 128, 2, 2) for m in (1, 64, 65, 128, 129, 192, 256)] == \
+        [(3, 0), (3, 0), (2, 0), (2, 0), (1, 0), (1, 0), (0, 0)]
+    # 1x2: the second tile row of M = 129 has one such slice (its first row is inside)
+    assert probe.oob_slices(129, 128, 1, 2) == (1, 0) and probe.oob_slices(128, 128, 1, 2) == (0, 0)
+    # without multicast the box is whole: 2x1 with M <= 128 has one, not multicast
+    assert probe.oob_slices(64, 128, 2, 1) == (0, 1)
+
+
+def test_the_h100_run_is_verified_and_multicast_out_of_bounds_slices_add_up():
+    with open(OOB_RUN) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 56 and all(r["status"] == "ok" for r in rows)
+    t = {(int(r["m"]), r["cluster"], int(r["stages"])): float(r["time_us"]) for r in rows}
+    # 2x2 at 8 stages: each wholly out-of-bounds multicast slice adds about the same time
+    steps = [t[(256, "2x2", 8)], t[(192, "2x2", 8)], t[(128, "2x2", 8)], t[(64, "2x2", 8)]]
+    assert all(b - a > 0.25 * steps[0] for a, b in zip(steps, steps[1:]))
+    # and the ring's depth does not hide them: 4 and 8 stages within 3% with 2 or 3 slices
+    assert all(abs(t[(m, "2x2", 8)] / t[(m, "2x2", 4)] - 1) < 0.03 for m in (1, 64, 65, 128))
+    # a wholly out-of-bounds box that is not multicast (2x1, M <= 128) costs next to nothing
+    assert t[(64, "2x1", 8)] < t[(256, "2x1", 8)]

@@ -45,7 +45,7 @@ def stream_k_offsets(x: Inputs, w: Span, l2e, plain):
     read that k-block at most the L2's hold ago (geometry.stream_k_reuse tabulates the
     share F(hold) of such reads from the workers' positions). The L2 keeps the last
     hold = L2e / (a*(TM'/cn + TN'/cm)*TK*b*(1 - h)) k-blocks of the wave's stream (only
-    misses bring new bytes), less the ``l2_window_kblocks`` the CTAs drift apart anyway:
+    misses bring new bytes), so
         h = (cm*TM'*F_A(hold) + cn*TN'*F_B(hold)) / (cm*TM' + cn*TN'),
     solved by SPREAD_STEPS fixed-point steps from h = 0. Off, or on other rows: ``plain``
     (the wave's panels as if its CTAs ran in step, geometry.span_hit_rate)."""

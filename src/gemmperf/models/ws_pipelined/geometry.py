@@ -29,7 +29,9 @@ t0 // mult .. on ceil(a/mult) tiles, mult the CTAs in flight per tile (Sk; strea
 ceil(Wc/U); else 1), each tile's panels read as mult K segments, and the launch-order
 distance between users of one panel segment is mult times the tiles' (reuse_distance).
 Stream-K's workers are spread over the tiles, each at its own k-block: their panels are
-approximated by those of the first ceil(a/mult) tiles.
+approximated by those of the first ceil(a/mult) tiles, and where ranges start inside tiles
+``stream_k_reuse`` tabulates how far ahead the nearest other reader of each panel runs
+(effects.stream_k_offsets turns it into the wave's hit rate).
 """
 
 from __future__ import annotations
