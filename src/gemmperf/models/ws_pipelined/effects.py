@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .geometry import HOLDS, Span, line_shares, span_hit_rate
+from .geometry import cta_bytes as box_bytes
 from .inputs import Inputs
 
 
@@ -32,7 +33,9 @@ def l2_reuse(x: Inputs, w: Span):
                                                      g.d_m, g.d_n))
 
 
-# fixed-point steps of stream_k_offsets' hit rate (it moves by < 1% after four)
+# fixed-point steps of stream_k_offsets' hit rate from h = 0. Not converged on every row:
+# on the shipped H100 stream-K rows 11 of 913 move by more than 0.01 between 4 and 16
+# steps (at most 0.16); the figures of step 14 (benchmarks/MODEL_ACCURACY.md) are for 4
 SPREAD_STEPS = 4
 
 
@@ -47,7 +50,7 @@ def stream_k_offsets(x: Inputs, w: Span, l2e, plain):
     hold = L2e / (a*(TM'/cn + TN'/cm)*TK*b*(1 - h)) k-blocks of the wave's stream (only
     misses bring new bytes), so
         h = (cm*TM'*F_A(hold) + cn*TN'*F_B(hold)) / (cm*TM' + cn*TN'),
-    solved by SPREAD_STEPS fixed-point steps from h = 0. Off, or on other rows: ``plain``
+    taken SPREAD_STEPS fixed-point steps from h = 0. Off, or on other rows: ``plain``
     (the wave's panels as if its CTAs ran in step, geometry.span_hit_rate)."""
     g = x.grid
     on = (x.stream_k > 0) & (g.sk_parts > 1)
@@ -55,8 +58,7 @@ def stream_k_offsets(x: Inputs, w: Span, l2e, plain):
         return plain
     tm, tn = w.bytes.rows_m, w.bytes.rows_n
     rows_m, rows_n = x.cluster_m * tm, x.cluster_n * tn
-    elem = x.in_bytes + x.sf_bytes_per_elem
-    stream = w.a1 * (tm / x.cluster_n + tn / x.cluster_m) * x.tile_k * elem
+    stream = w.a1 * sum(box_bytes(tm, tn, x.tile_k, x.cluster_m, x.cluster_n, x.in_bytes, x.sf_bytes_per_elem))
     h = np.zeros(x.shape)
     for _ in range(SPREAD_STEPS):
         hold = l2e / np.maximum(stream * (1.0 - h), 1.0)
