@@ -621,3 +621,23 @@ def test_stream_k_workers_at_offsets_far_apart_share_little_l2():
     assert h_off[0] > 0.85 and h_on[0] < 0.5 and on["predicted_us"][0] > 1.2 * off["predicted_us"][0]
     assert h_on[1] - h_on[0] > 0.2
     assert on.row(2) == off.row(2)
+
+
+def test_stream_k_hit_rate_is_the_least_fixed_point_of_its_hold(monkeypatch):
+    """stream_k_offsets steps its hit rate from h = 0 until no row moves by more than
+    SPREAD_TOL: the rates agree with a run of a thousand steps to within 1e-3; four steps
+    (the first version's) rise towards it from below and leave the 4096^3 row's (0.75)
+    short by more than 0.1."""
+    from gemmperf.models.ws_pipelined import effects as E
+    df = pl.concat([_decode(m=2048, n=4096, k=14336, tile_m=128, tile_n=128, stages=7, persistent=True,
+                            raster="column", stream_k=True),
+                    _decode(m=4096, n=4096, k=4096, tile_m=128, tile_n=256, stages=2, persistent=True,
+                            raster="row", stream_k=True)])
+    h = W.predict(df, PS)["l2_hit_rate_est"].to_numpy()
+    monkeypatch.setattr(E, "SPREAD_TOL", 0.0)
+    monkeypatch.setattr(E, "SPREAD_MAX_STEPS", 1000)
+    h_ref = W.predict(df, PS)["l2_hit_rate_est"].to_numpy()
+    monkeypatch.setattr(E, "SPREAD_MAX_STEPS", 4)
+    h_4 = W.predict(df, PS)["l2_hit_rate_est"].to_numpy()
+    assert np.allclose(h, h_ref, atol=1e-3)
+    assert np.all(h_4 <= h_ref + 1e-12) and h_ref[1] - h_4[1] > 0.1

@@ -33,10 +33,11 @@ def l2_reuse(x: Inputs, w: Span):
                                                      g.d_m, g.d_n))
 
 
-# fixed-point steps of stream_k_offsets' hit rate from h = 0. Not converged on every row:
-# on the shipped H100 stream-K rows 11 of 913 move by more than 0.01 between 4 and 16
-# steps (at most 0.16); the figures of step 14 (benchmarks/MODEL_ACCURACY.md) are for 4
-SPREAD_STEPS = 4
+# stream_k_offsets' fixed point: its steps from h = 0 rise to the least fixed point
+# (the hit rate only grows the hold, the hold only the hit rate); they stop once no row
+# moves by more than SPREAD_TOL, at most SPREAD_MAX_STEPS
+SPREAD_TOL = 1e-4
+SPREAD_MAX_STEPS = 100
 
 
 def stream_k_offsets(x: Inputs, w: Span, l2e, plain):
@@ -50,21 +51,32 @@ def stream_k_offsets(x: Inputs, w: Span, l2e, plain):
     hold = L2e / (a*(TM'/cn + TN'/cm)*TK*b*(1 - h)) k-blocks of the wave's stream (only
     misses bring new bytes), so
         h = (cm*TM'*F_A(hold) + cn*TN'*F_B(hold)) / (cm*TM' + cn*TN'),
-    taken SPREAD_STEPS fixed-point steps from h = 0. Off, or on other rows: ``plain``
+    its least fixed point, stepped to from h = 0. Off, or on other rows: ``plain``
     (the wave's panels as if its CTAs ran in step, geometry.span_hit_rate)."""
     g = x.grid
     on = (x.stream_k > 0) & (g.sk_parts > 1)
     if not x.on.stream_k_offsets or not np.any(on):
         return plain
-    tm, tn = w.bytes.rows_m, w.bytes.rows_n
-    rows_m, rows_n = x.cluster_m * tm, x.cluster_n * tn
-    stream = w.a1 * sum(box_bytes(tm, tn, x.tile_k, x.cluster_m, x.cluster_n, x.in_bytes, x.sf_bytes_per_elem))
-    h = np.zeros(x.shape)
-    for _ in range(SPREAD_STEPS):
+    rows = np.flatnonzero(np.broadcast_to(on, x.shape))  # the rows it changes, the only ones stepped
+
+    def at(v):
+        return np.broadcast_to(v, x.shape).ravel()[rows]
+
+    tm, tn = at(w.bytes.rows_m), at(w.bytes.rows_n)
+    cm, cn = at(x.cluster_m), at(x.cluster_n)
+    rows_m, rows_n = cm * tm, cn * tn
+    stream = at(w.a1) * sum(box_bytes(tm, tn, at(x.tile_k), cm, cn, at(x.in_bytes), at(x.sf_bytes_per_elem)))
+    l2e = at(l2e)
+    reuse_m, reuse_n = (table.reshape(-1, len(HOLDS))[rows] for table in (g.sk_reuse_m, g.sk_reuse_n))
+    h = np.zeros(len(rows))
+    for _ in range(SPREAD_MAX_STEPS):
         hold = l2e / np.maximum(stream * (1.0 - h), 1.0)
-        f_m, f_n = at_hold(g.sk_reuse_m, hold), at_hold(g.sk_reuse_n, hold)
-        h = (rows_m * f_m + rows_n * f_n) / (rows_m + rows_n)
-    return np.where(on, h, plain)
+        h, before = (rows_m * at_hold(reuse_m, hold) + rows_n * at_hold(reuse_n, hold)) / (rows_m + rows_n), h
+        if np.max(np.abs(h - before)) <= SPREAD_TOL:
+            break
+    out = np.array(np.broadcast_to(plain, x.shape), dtype=np.float64)
+    out.ravel()[rows] = h
+    return out
 
 
 def at_hold(table, hold):
