@@ -171,21 +171,39 @@ def test_later_waves_reuse_what_the_previous_wave_left_in_l2():
     assert h(132, 128000) == pytest.approx(h(0, 128000), abs=0.01)  # streamed: nothing left
 
 
-def test_boundary_fill_latency_levels_off_for_a_full_wave():
-    # M = 1, 256-row tiles: the wave's zero-filled rows in flight grow with its CTAs; their
-    # added latency grows less than linearly (two-wave decode shapes were 1.26x too slow)
-    df = rows(m=[1, 1], n=[64 * 66, 64 * 132], k=[3072] * 2, tile_m=[256] * 2, tile_n=[64] * 2)
-    linear = C.with_values(PS, "ws-hopper", "bf16", {"oob_sat_rows": 1e12})
+def _lat_oob(df, ps=PS, **flags):
+    """boundary_fill's lat_oob per row: the fill less the load latency and the transfer
+    (1x1 clusters: no multicast slice term)."""
+    out = W.predict(df, ps, **flags)
+    return (out["fill_us"] - ps.get("ws-hopper", "bf16").load_latency_us - out["stage_load_us"]).to_numpy()
 
-    def extra(ps):  # the latency-bound period's own term (the hard max, no zero-fill term of its own)
-        later = {"ring_jitter": False, "zero_fill_rate": False}
-        on = W.predict(df, ps, **later)["stage_period_us"].to_numpy()
-        off = W.predict(df, ps, boundary_fill=False, **later)["stage_period_us"].to_numpy()
-        return on - off
 
-    lin, sat = extra(linear), extra(PS)
-    assert lin[1] == pytest.approx(2 * lin[0], rel=1e-6)  # the linear form doubles with the CTAs
-    assert 0 < sat[0] < lin[0] and sat[1] < 2 * sat[0]
+def test_boundary_fill_latency_follows_the_zero_filled_rows_in_flight():
+    """M = 1, 128x64 tiles (127 of each A box zero-filled): the added latency follows the
+    rows in flight on the GPU, CTAs x rows x ring slots. 66 CTAs at 4 stages and 132 at 2
+    add the same; few rows in flight add little (quadratically: twice the rows, four times
+    the latency), many level off under oob_latency_us (benchmarks/zero_fill_rows_probe.py:
+    32 CTAs hardly pay, a full wave of 132 pays up to about 2 us)."""
+    c = W.constants_for(PS, "ws-hopper", "bf16")
+    n = [64 * 66, 64 * 132, 64 * 8, 64 * 16, 64 * 132]
+    df = rows(m=[1] * 5, n=n, k=[8192] * 5, tile_m=[128] * 5, tile_n=[64] * 5, stages=[4, 2, 2, 2, 8])
+    lat = _lat_oob(df)
+    assert lat[0] == pytest.approx(lat[1], rel=1e-12)
+    r_small = 8 * 127 * 2.0  # 8 CTAs, 127 rows, 2 slots
+    assert r_small < 0.1 * c.oob_half_rows and lat[3] == pytest.approx(4 * lat[2], rel=0.05)
+    assert lat[2] < 0.01 * c.oob_latency_us and 0.8 * c.oob_latency_us < lat[4] < c.oob_latency_us
+    assert np.all(_lat_oob(df, boundary_fill=False) == 0)
+
+
+def test_a_full_wave_pays_for_its_zero_fill_more_than_a_few_ctas():
+    """The probe's 128x64 tiles at M = 1 and M = 128, 4 stages: with 32 CTAs the zero fill
+    adds a little to the period, with a full wave of 132 much more (measured 0.36 against
+    0.30 us, and 0.92 against 0.45 us)."""
+    df = rows(m=[1, 128, 1, 128], n=[2048, 2048, 8448, 8448], k=[8192] * 4, tile_m=[128] * 4, tile_n=[64] * 4,
+              stages=[4] * 4, persistent=[True] * 4)
+    p = W.predict(df, PS)["stage_period_us"].to_numpy()
+    few, full = p[0] / p[1], p[2] / p[3]
+    assert 1.0 <= few < 1.2 and full > 1.4
 
 
 def test_coalesced_reads_favour_sharing_the_big_panel_with_launch_neighbours():
@@ -515,25 +533,6 @@ def test_the_direct_epilogue_costs_each_thread_its_accumulators():
     assert on - off == pytest.approx([64 * c, 64 * c, 128 * c, 0.0])
 
 
-def test_the_zero_fill_bounds_the_period_however_deep_the_ring():
-    """zero_fill_rate: a wave's zero-filled rows (M = 1, 256-row tiles: 255 of each A box)
-    are TMA work done once per k-block, so they bound the period as a term of their own:
-    a deeper ring hides their latency but not their work. The decode row loses less from 2
-    to 8 stages than without the term, and its period never drops below the zero fill's
-    lat_oob; a shape of whole tiles (nothing zero-filled) is untouched."""
-    df = rows(m=[1] * 2, n=[8192] * 2, k=[29568] * 2, tile_m=[256] * 2, tile_n=[64] * 2, stages=[2, 8],
-              persistent=[True] * 2)
-    on, off = W.predict(df, PS), W.predict(df, PS, zero_fill_rate=False)
-    gain_on = on["predicted_us"][0] / on["predicted_us"][1]
-    gain_off = off["predicted_us"][0] / off["predicted_us"][1]
-    assert 1.0 < gain_on < gain_off
-    lat_oob = on["fill_us"].to_numpy() - PS.get("ws-hopper", "bf16").load_latency_us - on["stage_load_us"].to_numpy()
-    assert lat_oob[1] > 0 and on["stage_period_us"][1] >= lat_oob[1]
-    assert off["stage_period_us"][1] < lat_oob[1]  # without the term, 8 slots hide it
-    sq = rows(m=[4096], n=[4096], k=[4096])
-    assert pred(sq)[0] == pred(sq, zero_fill_rate=False)[0]
-
-
 def test_the_fit_keeps_the_math_rate_under_the_tensor_cores_peak():
     """Data made with a math rate 1.2x the descriptor's peak: the fitted rate stops at the
     peak (constants.ceilings) instead of following an impossible rate."""
@@ -641,3 +640,58 @@ def test_stream_k_hit_rate_is_the_least_fixed_point_of_its_hold(monkeypatch):
     h_4 = W.predict(df, PS)["l2_hit_rate_est"].to_numpy()
     assert np.allclose(h, h_ref, atol=1e-3)
     assert np.all(h_4 <= h_ref + 1e-12) and h_ref[1] - h_4[1] > 0.1
+
+
+@pytest.mark.parametrize("cluster,expected", [
+    ((1, 1), [0, 0, 0, 0, 0, 0, 0]),
+    ((2, 1), [0, 0, 0, 0, 0, 0, 0]),  # A is not multicast: the padding tile's box is its own
+    ((1, 2), [1, 1, 0, 0, 1, 1, 0]),
+    ((2, 2), [3, 3, 2, 2, 1, 1, 0]),
+])
+def test_oob_slices_count_the_edge_clusters_wholly_out_of_bounds_multicast_slices(cluster, expected):
+    """geometry.oob_slices on benchmarks/oob_box_probe.py's rows (128x64 tiles, N = 3712 =
+    58 tiles of 64), the bracketed counts of its table: M = 1, 64, 65, 128, 129, 192, 256."""
+    from gemmperf.models.ws_pipelined.geometry import oob_slices
+    m = np.array([1, 64, 65, 128, 129, 192, 256])
+    a, b = oob_slices(m, np.full(7, 3712), np.full(7, 128), np.full(7, 64), np.full(7, cluster[0]),
+                      np.full(7, cluster[1]))
+    assert a.tolist() == expected and b.tolist() == [0] * 7
+
+
+def test_oob_slices_count_b_slices_past_n_in_clusters_along_m():
+    """A 2x1 cluster loads each B box as two 32-row slices of a 64-wide tile: N = 3660 ends
+    in the first slice of the last tile column (rows 3648..3679), so the second (from 3680)
+    is wholly past N; N = 3690 (in the second slice) and N = 3712 (whole tiles) have none.
+    In 2x2 clusters the edge cluster's padding column counts too: N = 3590 is 57 tile
+    columns, the last unit holds column 56 (its second slice, from 3616, past N) and the
+    padding column 57 (both slices)."""
+    from gemmperf.models.ws_pipelined.geometry import oob_slices
+    n = np.array([3660, 3690, 3712, 3590])
+    a, b = oob_slices(np.full(4, 4096), n, np.full(4, 128), np.full(4, 64), np.full(4, 2), np.array([1, 1, 1, 2]))
+    assert a.tolist() == [0, 0, 0, 0] and b.tolist() == [1, 0, 0, 3]
+
+
+def test_wholly_out_of_bounds_multicast_slices_cost_the_wave_per_k_block():
+    """oob_multicast: benchmarks/oob_box_probe.py's rows in 2x2 clusters (128x64 tiles, 8
+    stages, 29 clusters): 3, 2, 1 and 0 wholly out-of-bounds 8 KB A slices each at M = 1,
+    65, 129 and 256. Their term z_mc is (a/cs) * slices * 8 KB / oob_multicast_bytes_per_us
+    (one unit row), the period does not fall below it, and what it adds grows with the
+    count; a wave of 16 clusters pays a quarter of one of 66 (the rows of
+    zero_fill_rows_probe.py in 1x2 clusters, N = 2048 and 8448, M = 64). The row without
+    such a slice, and a row of 1x1 clusters, are untouched bit for bit."""
+    base = dict(n=3712, k=14280, tile_m=128, tile_n=64, stages=8, schedule="pingpong", persistent=True,
+                cluster_m=2, cluster_n=2)
+    df = pl.concat([_decode(m=m, **base) for m in (1, 65, 129, 256)]
+                   + [_decode(m=1, **{**base, "cluster_m": 1, "cluster_n": 1})])
+    on, off = W.predict(df, PS), W.predict(df, PS, oob_multicast=False)
+    rate = W.constants_for(PS, "ws-hopper", "bf16").oob_multicast_bytes_per_us
+    z_mc = 29 * np.array([3, 2, 1]) * 64 * 64 * 2 / rate
+    period_on, period_off = on["stage_period_us"].to_numpy(), off["stage_period_us"].to_numpy()
+    assert np.all(period_on[:3] >= z_mc)
+    added = period_on[:3] - period_off[:3]
+    assert added[0] > added[1] > added[2] > 0
+    assert on.row(3) == off.row(3) and on.row(4) == off.row(4)
+    wave = pl.concat([_decode(m=64, n=n, k=8192, tile_m=128, tile_n=64, stages=4, persistent=True, cluster_n=2)
+                      for n in (2048, 8448)])
+    fill = W.predict(wave, PS)["fill_us"].to_numpy() - W.predict(wave, PS, oob_multicast=False)["fill_us"].to_numpy()
+    assert fill[1] == pytest.approx(66 / 16 * fill[0], rel=1e-9)

@@ -20,7 +20,10 @@ reference holds (direct epilogue, cooperative, no cluster), are still compared.
 In issue 17's step 9 the ring's period became a p-norm of its terms (``ring_jitter``) on
 every row, and in step 10 the direct epilogue gained its per-thread work
 (``epilogue_threads``): ws-pipelined is compared with both switched off
-(``reference_rows.as_referenced``).
+(``reference_rows.as_referenced``). In step 15 the zero fill of boxes that overhang M or
+N (``boundary_fill``, in the references since) became a latency that follows the
+zero-filled rows in flight, with constants of its own: ws-pipelined's rows whose tiles
+overhang M or N are left out as well (6-11% of a case's rows with those of odd N).
 """
 
 from __future__ import annotations
@@ -125,10 +128,11 @@ def _equal(ref: pl.Series, new: pl.Series) -> bool:
 def test_predictions_unchanged(reference, today, case):
     ref = reference.filter((pl.col("case") == case) & (pl.col("model") != "ws-pipelined+residual")).drop("case")
     new = today[case]
-    kept = ((pl.col("model") != "ws-pipelined") | (pl.col("n") % 8 == 0)).alias("kept")
+    whole = (pl.col("n") % 8 == 0) & (pl.col("m") % pl.col("tile_m") == 0) & (pl.col("n") % pl.col("tile_n") == 0)
+    kept = ((pl.col("model") != "ws-pipelined") | whole).alias("kept")
     assert ref.get_column("model").to_list() == new.get_column("model").to_list()
     keep = ref.select(kept).get_column("kept")
-    assert 0 < (~keep).sum() < ref.height / 10
+    assert 0 < (~keep).sum() < ref.height / 8
     ref, new = ref.filter(keep), new.filter(keep)
     ref = ref.select([c for c in ref.columns if ref.get_column(c).null_count() < ref.height
                       and c not in ("correction", "corrected_us", "uncorrected_us")])

@@ -35,7 +35,8 @@ assumption so its contribution shows):
 - ``sm_load_cap``: one SM's TMA path moves whole boxes.
 - ``row_alignment``: rows whose pitch is off the 128-byte line cost extra L2 requests.
 - ``ring_latency``: a ring slot's round trip is longer than the load latency.
-- ``boundary_fill``: boxes that overhang M or N take TMA's slow zero-fill path.
+- ``boundary_fill``: boxes that overhang M or N take TMA's zero-fill path, whose queue
+  the whole GPU shares: its latency follows the zero-filled rows in flight.
 - ``coalesced_reads``: CTAs close in launch order read a shared panel once.
 - ``consumer_warpgroups``: one consumer warpgroup (64-row tiles) leaves the tensor
   cores partly idle.
@@ -54,25 +55,27 @@ assumption so its contribution shows):
 - ``cluster_sync``: a cluster's CTAs start and leave together (its launch, the cluster
   barriers, the first k-block waiting for every peer's multicast slice): once on a
   persistent grid, once per wave otherwise (in ``overhead_us``).
-- ``ring_jitter``: a k-block's times vary, so the ring's period is a p-norm of its three
+- ``ring_jitter``: a k-block's times vary, so the ring's period is a p-norm of its
   terms, slower than the slowest where two are close.
 - ``epilogue_threads``: the direct epilogue is each consumer thread's own work on its
   accumulators, so a tile one warpgroup holds (64-row tiles, ping-pong) takes longer
   than the same bytes split over two.
-- ``zero_fill_rate``: the zero fill is work done once per k-block, so it bounds the
-  period as a term of its own; a deeper ring hides only its latency.
 - ``split_k_overlap``: only the last of a tile's Sk CTAs reads the partials back and runs
   the epilogue; the others leave, so a split-K wave before the last costs its SMs that
   work over Sk, not whole.
 - ``stream_k_offsets``: stream-K's workers start inside tiles, so the workers on one
   panel run at k offsets far apart; a read hits L2 only if a worker ahead read that
   k-block within the L2's hold (the lags tabulated from the workers' positions).
+- ``oob_multicast``: a multicast slice wholly past M or N still costs its cluster the
+  writes of its zeros once per k-block, on a path the whole GPU shares: a term of the
+  period of its own, where a lone box past the edge is skipped.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and
-Pk(a) = max(Tc, x, lat_oob, (lat_ring + lat_oob + x + Tc)/B) the steady period (a p-norm
-with ``ring_jitter``; lat_oob as a term of its own with ``zero_fill_rate``):
-    fill(a) = load_latency_us + lat_oob(a) + x(a),   Lk(a) = (S - 1)*Pk(a) + Tc
+Pk(a) = max(Tc, x, z_mc, (lat_ring + lat_oob + x + Tc)/B) the steady period (a p-norm
+with ``ring_jitter``; lat_oob the zero fill's latency, ``boundary_fill``; z_mc the wholly
+out-of-bounds multicast slices, ``oob_multicast``):
+    fill(a) = load_latency_us + lat_oob(a) + z_mc(a) + x(a),   Lk(a) = (S - 1)*Pk(a) + Tc
     E(a)    = the epilogue (compose.epilogue) + split-K's fix-up F_split(a) (0 otherwise)
 Whole kernel, W = F + [R > 0] waves of work items (F full waves with a = P, then R CTAs;
 S the k-blocks of an item):

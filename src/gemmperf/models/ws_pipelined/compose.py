@@ -16,7 +16,7 @@ from .inputs import INPUTS, Inputs, Switches
 class Limiter(IntEnum):
     """What bounds the first wave's steady state (the ``limiter`` column is the lower-case name)."""
 
-    LOAD = 0  # the transfer x, DRAM term (or the zero fill's own term, zero_fill_rate)
+    LOAD = 0  # the transfer x, DRAM term (or the wholly out-of-bounds multicast slices' term, oob_multicast)
     L2 = 1  # the transfer x, L2 term
     MATH = 2  # the tensor cores (Tc = T_MATH)
     SMEM = 3  # shared-memory bandwidth (Tc = T_SMEM)
@@ -73,7 +73,8 @@ class Wave:
     t_load: np.ndarray  # x, per k-block
     l2_bound: np.ndarray  # the L2 term of x binds
     lat_oob: np.ndarray
-    fill: np.ndarray  # load latency + lat_oob + x
+    z_mc: np.ndarray  # the wholly out-of-bounds multicast slices' time per k-block (effects.oob_multicast)
+    fill: np.ndarray  # load latency + lat_oob + z_mc + x
     rest: np.ndarray  # K loop after the fill
     period: np.ndarray
     epilogue: np.ndarray
@@ -84,10 +85,10 @@ def wave(x: Inputs, w: Span, h, t_c, pad: E.Padding) -> Wave:
     a, a_bytes, b_bytes = w.a, *E.cta_bytes(x)
     a_out = ceil_div(a, x.split_k)
     t_load, l2_bound = E.bandwidth_sharing(x, w, h, a_bytes + b_bytes, pad.loaded, E.row_alignment(x))
-    lat_oob = E.boundary_fill(x, a)
-    rest, period = E.pipelining(x, t_load, t_c, lat_oob)
-    return Wave(a=a, a_out=a_out, t_load=t_load, l2_bound=l2_bound, lat_oob=lat_oob,
-                fill=x.load_latency_us + lat_oob + t_load, rest=rest, period=period,
+    lat_oob, z_mc = E.boundary_fill(x, a), E.oob_multicast(x, a)
+    rest, period = E.pipelining(x, t_load, t_c, lat_oob, z_mc)
+    return Wave(a=a, a_out=a_out, t_load=t_load, l2_bound=l2_bound, lat_oob=lat_oob, z_mc=z_mc,
+                fill=x.load_latency_us + lat_oob + z_mc + t_load, rest=rest, period=period,
                 epilogue=epilogue(x, a_out), fixup=E.split_k_fixup(x, a))
 
 
@@ -174,8 +175,8 @@ def limiter(x: Inputs, first: Wave, t_c, t_math, t_smem):
     else:
         lat_term = np.zeros_like(first.t_load)
     core = np.where(t_smem > t_math, Limiter.SMEM, Limiter.MATH) if x.on.smem_limit else Limiter.MATH
-    # the zero fill's own term (zero_fill_rate) is the TMA path's work: LOAD where it binds
-    zero = E.zero_fill_rate(x, first.lat_oob) if x.on.pipelining else np.zeros_like(first.t_load)
+    # the wholly out-of-bounds multicast slices' term (oob_multicast) is load work: LOAD where it binds
+    zero = first.z_mc if x.on.pipelining else np.zeros_like(first.t_load)
     load = np.where(zero > first.t_load, Limiter.LOAD, np.where(first.l2_bound, Limiter.L2, Limiter.LOAD))
     mem_or = np.where(np.maximum(first.t_load, zero) >= np.maximum(t_c, lat_term), load,
                       np.where(t_c >= lat_term, core, Limiter.LATENCY))

@@ -96,11 +96,16 @@ class PipelinedConstants:
         fixed(1.0), "requests", "extra L2 requests of a box row that is not on a 32-byte sector", 0.0, 4.0)
     ring_extra_latency_us: float = _const(
         fixed(0.5), "us", "a ring slot's round trip beyond the microbenchmarks' load latency", 0.0, 5.0)
-    oob_row_us: float = _const(
-        fixed(1.5e-4), "us/row", "time one zero-filled box row of a wave's k-block adds (to its round trip and, "
-        "as TMA work, to its period)", 0.0, 1e-2)
-    oob_sat_rows: float = _const(
-        fixed(3.0e4), "rows", "zero-filled rows in flight where their added latency levels off", 1e3, 1e6)
+    oob_latency_us: float = _const(
+        fixed(2.5), "us", "most that zero-filled box rows in flight add to a ring slot's round trip: the "
+        "zero-fill path's queue full (benchmarks/zero_fill_rows_probe.py: about 2.2 us on the H100)", 0.0, 10.0)
+    oob_half_rows: float = _const(
+        fixed(5.0e4), "rows", "zero-filled box rows in flight on the whole GPU (CTAs x overhanging rows x ring "
+        "slots) at which they add half of oob_latency_us", 1e3, 1e6)
+    oob_multicast_bytes_per_us: float = _const(
+        per_clock(1000.0), "B/us", "whole-GPU rate at which clusters write the zeros of multicast slices that lie "
+        "wholly out of bounds, once per k-block (benchmarks/oob_box_probe.py, zero_fill_rows_probe.py: about "
+        "2 TB/s on the H100)", 1e5, 5e7, rows=clustered)
     tma_epilogue_us: float = _const(
         fixed(0.5), "us", "a TMA-store epilogue's fixed cost per tile: accumulators converted, the staging "
         "buffer's fence and barrier, the bulk stores issued (no wait for global stores)", 0.0, 10.0,
@@ -153,6 +158,10 @@ CONSTANTS = tuple(f.name for f in dataclasses.fields(PipelinedConstants))
 # constants of earlier versions of the model, and why they went: a params.json that holds
 # one was fitted with a different model and has to be fitted again
 RETIRED = {
+    "oob_row_us": "the zero fill per zero-filled row of a wave (issue 17 steps 9 and 11); since step 15 its "
+    "latency follows the rows in flight, ring slots included (oob_latency_us, oob_half_rows)",
+    "oob_sat_rows": "the zero fill per zero-filled row of a wave (issue 17 steps 9 and 11); since step 15 its "
+    "latency follows the rows in flight, ring slots included (oob_latency_us, oob_half_rows)",
     "scalar_store_factor": "2-byte epilogue stores; C's rows are padded to 16 bytes since 2026-11-23",
     "scalar_l2_bytes_per_us": "2-byte epilogue stores; C's rows are padded to 16 bytes since 2026-11-23",
 }

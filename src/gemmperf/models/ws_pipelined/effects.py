@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..columns import ceil_div
+
 from .geometry import HOLDS, Span, line_shares, span_hit_rate
 from .geometry import cta_bytes as box_bytes
 from .inputs import Inputs
@@ -125,29 +127,44 @@ def latency_term(x: Inputs, t_load, t_c, lat_oob):
     return (ring_latency(x) + lat_oob + t_load + t_c) / x.stages
 
 
-def pipelining(x: Inputs, t_load, t_c, lat_oob):
+def pipelining(x: Inputs, t_load, t_c, lat_oob, z_mc):
     """(K loop of one tile after its fill, steady period) with the loop pipelined through the ring.
 
     The steady period is the ring's cycle mean, the slowest of its terms
-        Pk = max(Tc, x, z, (lat_ring + lat_oob + x + Tc) / B)
-    (z = ``zero_fill_rate``'s term) taken softly where ``ring_jitter`` is on (times
+        Pk = max(Tc, x, z_mc, (lat_ring + lat_oob + x + Tc) / B)
+    (z_mc = ``oob_multicast``'s term) taken softly where ``ring_jitter`` is on (times
     ``cluster_lockstep``'s factor), and the loop after the fill takes (S - 1)*Pk + Tc.
     Off: the whole K extent is one block (gemm-model): max(S*x, S*Tc) - x after the fill."""
     s = x.grid.k_blocks
     if not x.on.pipelining:
         return np.maximum(s * t_load, s * t_c) - t_load, np.maximum(t_load, t_c)
-    terms = (t_c, t_load, zero_fill_rate(x, lat_oob), latency_term(x, t_load, t_c, lat_oob))
+    terms = (t_c, t_load, z_mc, latency_term(x, t_load, t_c, lat_oob))
     period = ring_jitter(x, *terms) * cluster_lockstep(x)
     return (s - 1) * period + t_c, period
 
 
-def zero_fill_rate(x: Inputs, lat_oob):
-    """The period's zero-fill term z: a wave's zero-filled box rows (``boundary_fill``'s
-    lat_oob, the time they add to a k-block's round trip) are work of the GPU's TMA path,
-    done once per k-block however many ring slots are in flight, so they also bound the
-    period as a term of their own, z = lat_oob: a deeper ring hides the round trip, not
-    the work. Off: z = 0 (the zero fill only lengthens the round trip, so B slots hide it)."""
-    return lat_oob if x.on.zero_fill_rate else np.zeros_like(lat_oob)
+def oob_multicast(x: Inputs, a):
+    """z_mc, the time per k-block that a wave's wholly out-of-bounds multicast slices take.
+
+    A multicast slice that holds no row of the matrix (geometry.oob_slices) is not skipped
+    like a lone box past the edge: its cluster still writes its zeros to every sharer,
+    once per k-block, through a path the whole GPU shares, so a deeper ring does not hide
+    it and its cost grows with the wave's slices (benchmarks/oob_box_probe.py: 2x2
+    clusters of 128x64 tiles take 0.31 / 0.41 / 0.57 / 0.73 us a k-block with 0 / 1 / 2 / 3
+    such slices each, at 4 and at 8 stages; zero_fill_rows_probe.py: 1x2 clusters with one
+    add nothing with 16 clusters and 0.2-0.3 us with 66). With the wave's a/cs clusters
+    spread over the unit rows and columns, the share 1/units_m of them on the last unit
+    row holds oob_a slices, 1/units_n on the last column oob_b:
+        z_mc = (a/cs) * (oob_a * TM/cn / units_m + oob_b * TN/cm / units_n) * TK * b
+               / oob_multicast_bytes_per_us,
+    a term of the ring's period of its own and a part of the fill. Off: 0."""
+    if not x.on.oob_multicast:
+        return np.zeros(x.shape)
+    g = x.grid
+    a_bytes, b_bytes = cta_bytes(x)
+    units_m, units_n = ceil_div(g.tiles_m, x.cluster_m), ceil_div(g.tiles_n, x.cluster_n)
+    slices = g.oob_a * a_bytes / units_m + g.oob_b * b_bytes / units_n
+    return (a / (x.cluster_m * x.cluster_n)) * slices / x.c.oob_multicast_bytes_per_us
 
 
 def ring_jitter(x: Inputs, *terms):
@@ -268,22 +285,25 @@ def ring_latency(x: Inputs):
 
 
 def boundary_fill(x: Inputs, a):
-    """Time lat_oob that a wave's zero-filled box rows add to each k-block.
+    """Time lat_oob that zero-filled box rows in flight add to a ring slot's round trip.
 
     A TMA box that overhangs M or N takes the boundary-check path and zero-fills its
-    out-of-bounds rows slowly; the extra latency follows the wave's rows in flight and
-    levels off. With o the tile-average overhanging rows of a CTA's A and B boxes per
-    k-block and r = a * o,
-        lat_oob(a) = r * oob_row_us / (1 + r / oob_sat_rows),
-    added to the fill and to the period's latency term (and, with ``zero_fill_rate``, a
-    term of the period of its own). Off: lat_oob = 0."""
+    out-of-bounds rows. The zero fill queues on a path the whole GPU shares, so the latency
+    it adds follows the zero-filled rows in flight on the GPU, every ring slot of every
+    CTA of the wave, and levels off once that queue is full
+    (benchmarks/zero_fill_rows_probe.py: at 32 CTAs hardly any cost, at 132 up to about
+    2 us added to the round trip; 2 and 4 stages on one curve of the rows in flight). With
+    o the tile-average overhanging rows of a CTA's A and B boxes per k-block and
+    R = a * o * B,
+        lat_oob(a) = oob_latency_us * R^2 / (R^2 + oob_half_rows^2),
+    added to the fill and to the period's latency term. Off: lat_oob = 0."""
     if not x.on.boundary_fill:
         return np.zeros(x.shape)
     g = x.grid
     oob_rows = ((g.tiles_m * x.tile_m - x.m) * g.tiles_n + (g.tiles_n * x.tile_n - x.n) * g.tiles_m) \
         / g.tiles.astype(np.float64)
-    r = a * oob_rows
-    return r * x.c.oob_row_us / (1.0 + r / x.c.oob_sat_rows)
+    r2 = (a * oob_rows * x.stages) ** 2
+    return x.c.oob_latency_us * r2 / (r2 + x.c.oob_half_rows ** 2)
 
 
 def coalesced_reads(x: Inputs, w: Span, loaded):

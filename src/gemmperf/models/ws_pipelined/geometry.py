@@ -121,6 +121,8 @@ class Grid:
 
     a_bytes: np.ndarray  # A bytes a CTA requests per k-block (``cta_bytes``)
     b_bytes: np.ndarray  # B bytes
+    oob_a: np.ndarray  # wholly out-of-bounds multicast A slices of the edge cluster (``oob_slices``)
+    oob_b: np.ndarray  # ... B slices
     line_off: np.ndarray  # share of A/B rows off their 128-byte line (``line_shares``)
     sector_off: np.ndarray  # share off their 32-byte sector
 
@@ -161,6 +163,7 @@ class Grid:
         a_bytes, b_bytes = cta_bytes(tile_m, tile_n, tile_k, v["cluster_m"], v["cluster_n"], in_bytes,
                                      v["sf_bytes_per_elem"])
         line_off, sector_off = line_shares(k, in_bytes)
+        oob_a, oob_b = oob_slices(m, n, tile_m, tile_n, cm, cn)
         return cls(k_blocks=s, k_tiles=kt, tiles_m=tiles_m, tiles_n=tiles_n, tiles=tiles, items=items, mult=mult,
                    sk_segments=sk.segments, sk_parts=sk.parts, sk_reuse_m=sk_reuse_m, sk_reuse_n=sk_reuse_n,
                    wave_ctas=sms, full_waves=full_waves,
@@ -168,7 +171,7 @@ class Grid:
                    useful_ab=useful_ab, d_m=d_m * mult, d_n=d_n * mult, first=span(zero, first_a),
                    full=span(zero, sms), later=span(np.where(full_waves > 1, sms, 0), sms),
                    last=span(full_waves * sms, last_a),
-                   a_bytes=a_bytes, b_bytes=b_bytes, line_off=line_off, sector_off=sector_off)
+                   a_bytes=a_bytes, b_bytes=b_bytes, oob_a=oob_a, oob_b=oob_b, line_off=line_off, sector_off=sector_off)
 
 
 @dataclass(frozen=True)
@@ -287,6 +290,28 @@ def cta_bytes(tile_m, tile_n, tile_k, cluster_m, cluster_n, in_bytes, sf_bytes_p
     cluster multicast: TM/cn * TK * (b + sf) and TN/cm * TK * (b + sf)."""
     elem = in_bytes + sf_bytes_per_elem
     return (tile_m / cluster_n) * tile_k * elem, (tile_n / cluster_m) * tile_k * elem
+
+
+def oob_slices(m, n, tile_m, tile_n, cluster_m, cluster_n):
+    """(A slices, B slices) of the edge cluster that lie wholly past M / N and are multicast.
+
+    A cluster of cm x cn CTAs loads each tile's A box as cn slices of TM/cn rows, one per
+    CTA of the tile's cluster row, multicast to the cn sharers (B: cm slices of TN/cm rows);
+    a slice whose first row is at or past M (N) holds nothing of the matrix. Only the
+    clusters of the last unit row (A) and column (B) have such slices, a cluster's padding
+    tiles past the edge included; counted here for the corner cluster, which has both.
+    Clusters of one CTA along a side do not multicast that operand: 0."""
+    units_m = ceil_div(ceil_div(m, tile_m), cluster_m)
+    units_n = ceil_div(ceil_div(n, tile_n), cluster_n)
+    a_out, b_out = np.zeros(np.shape(m), dtype=np.int64), np.zeros(np.shape(m), dtype=np.int64)
+    for i in range(int(np.max(cluster_m, initial=1))):
+        for j in range(int(np.max(cluster_n, initial=1))):
+            inside = (i < cluster_m) & (j < cluster_n)
+            row0 = ((units_m - 1) * cluster_m + i) * tile_m + j * (tile_m // np.maximum(cluster_n, 1))
+            col0 = ((units_n - 1) * cluster_n + j) * tile_n + i * (tile_n // np.maximum(cluster_m, 1))
+            a_out += inside & (cluster_n > 1) & (row0 >= m)
+            b_out += inside & (cluster_m > 1) & (col0 >= n)
+    return a_out, b_out
 
 
 def line_shares(k, in_bytes):

@@ -36,9 +36,9 @@ class Switches:
     cluster_sync: bool = True
     ring_jitter: bool = True
     epilogue_threads: bool = True
-    zero_fill_rate: bool = True
     split_k_overlap: bool = True
     stream_k_offsets: bool = True
+    oob_multicast: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
