@@ -168,8 +168,8 @@ def oob_multicast(x: Inputs, a):
 
 
 def ring_jitter(x: Inputs, *terms):
-    """The ring's period from its terms (Tc, x, z, L/B): their p-norm,
-        Pk = (Tc^p + x^p + z^p + (L/B)^p)^(1/p),   p = ``period_sharpness``.
+    """The ring's period from its terms (Tc, x, z_mc, L/B): their p-norm,
+        Pk = (Tc^p + x^p + z_mc^p + (L/B)^p)^(1/p),   p = ``period_sharpness``.
     The max-plus cycle mean max(Tc, x, L/B) holds for fixed times; a real k-block's load
     and multiply vary from one to the next, and the ring of B slots absorbs only part of it,
     so the loop runs slower than its slowest term where two terms are close, and the stage
