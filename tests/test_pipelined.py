@@ -171,11 +171,15 @@ def test_later_waves_reuse_what_the_previous_wave_left_in_l2():
     assert h(132, 128000) == pytest.approx(h(0, 128000), abs=0.01)  # streamed: nothing left
 
 
-def _lat_oob(df, ps=PS, **flags):
-    """boundary_fill's lat_oob per row: the fill less the load latency and the transfer
-    (1x1 clusters: no multicast slice term)."""
-    out = W.predict(df, ps, **flags)
-    return (out["fill_us"] - ps.get("ws-hopper", "bf16").load_latency_us - out["stage_load_us"]).to_numpy()
+def _lat_oob(df, ps=PS, slots=None, **flags):
+    """boundary_fill's lat_oob per row for the first wave, with the ring's B slots in flight
+    (``slots``: as many instead)."""
+    from gemmperf.models.ws_pipelined import effects as E
+    from gemmperf.models.ws_pipelined.inputs import Inputs, Switches
+
+    _, arr = W.prepare(df, ps)
+    x = Inputs.of(arr, Switches.of(flags))
+    return E.boundary_fill(x, x.grid.first.a, x.stages if slots is None else slots)
 
 
 def test_boundary_fill_latency_follows_the_zero_filled_rows_in_flight():
@@ -183,7 +187,8 @@ def test_boundary_fill_latency_follows_the_zero_filled_rows_in_flight():
     rows in flight on the GPU, CTAs x rows x ring slots. 66 CTAs at 4 stages and 132 at 2
     add the same; few rows in flight add little (quadratically: twice the rows, four times
     the latency), many level off under oob_latency_us (benchmarks/zero_fill_rows_probe.py:
-    32 CTAs hardly pay, a full wave of 132 pays up to about 2 us)."""
+    32 CTAs hardly pay, a full wave of 132 pays up to about 2 us). The fill's first k-block
+    counts one slot."""
     c = W.constants_for(PS, "ws-hopper", "bf16")
     n = [64 * 66, 64 * 132, 64 * 8, 64 * 16, 64 * 132]
     df = rows(m=[1] * 5, n=n, k=[8192] * 5, tile_m=[128] * 5, tile_n=[64] * 5, stages=[4, 2, 2, 2, 8])
@@ -193,6 +198,9 @@ def test_boundary_fill_latency_follows_the_zero_filled_rows_in_flight():
     assert r_small < 0.1 * c.oob_half_rows and lat[3] == pytest.approx(4 * lat[2], rel=0.05)
     assert lat[2] < 0.01 * c.oob_latency_us and 0.8 * c.oob_latency_us < lat[4] < c.oob_latency_us
     assert np.all(_lat_oob(df, boundary_fill=False) == 0)
+    out = W.predict(df, PS)
+    fill = out["fill_us"].to_numpy() - out["stage_load_us"].to_numpy() - PS.get("ws-hopper", "bf16").load_latency_us
+    assert fill == pytest.approx(_lat_oob(df, slots=1), rel=1e-9)
 
 
 def test_a_full_wave_pays_for_its_zero_fill_more_than_a_few_ctas():

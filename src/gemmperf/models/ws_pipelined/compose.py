@@ -74,7 +74,7 @@ class Wave:
     l2_bound: np.ndarray  # the L2 term of x binds
     lat_oob: np.ndarray
     z_mc: np.ndarray  # the wholly out-of-bounds multicast slices' time per k-block (effects.oob_multicast)
-    fill: np.ndarray  # load latency + lat_oob + z_mc + x
+    fill: np.ndarray  # load latency + the first k-block's lat_oob (one slot) + z_mc + x
     rest: np.ndarray  # K loop after the fill
     period: np.ndarray
     epilogue: np.ndarray
@@ -85,10 +85,10 @@ def wave(x: Inputs, w: Span, h, t_c, pad: E.Padding) -> Wave:
     a, a_bytes, b_bytes = w.a, *E.cta_bytes(x)
     a_out = ceil_div(a, x.split_k)
     t_load, l2_bound = E.bandwidth_sharing(x, w, h, a_bytes + b_bytes, pad.loaded, E.row_alignment(x))
-    lat_oob, z_mc = E.boundary_fill(x, a), E.oob_multicast(x, a)
+    lat_oob, z_mc = E.boundary_fill(x, a, x.stages), E.oob_multicast(x, a)
     rest, period = E.pipelining(x, t_load, t_c, lat_oob, z_mc)
     return Wave(a=a, a_out=a_out, t_load=t_load, l2_bound=l2_bound, lat_oob=lat_oob, z_mc=z_mc,
-                fill=x.load_latency_us + lat_oob + z_mc + t_load, rest=rest, period=period,
+                fill=x.load_latency_us + E.boundary_fill(x, a, 1) + z_mc + t_load, rest=rest, period=period,
                 epilogue=epilogue(x, a_out), fixup=E.split_k_fixup(x, a))
 
 

@@ -284,7 +284,7 @@ def ring_latency(x: Inputs):
     return lat + x.c.ring_extra_latency_us if x.on.ring_latency else lat
 
 
-def boundary_fill(x: Inputs, a):
+def boundary_fill(x: Inputs, a, slots):
     """Time lat_oob that zero-filled box rows in flight add to a ring slot's round trip.
 
     A TMA box that overhangs M or N takes the boundary-check path and zero-fills its
@@ -294,15 +294,18 @@ def boundary_fill(x: Inputs, a):
     (benchmarks/zero_fill_rows_probe.py: at 32 CTAs hardly any cost, at 132 up to about
     2 us added to the round trip; 2 and 4 stages on one curve of the rows in flight). With
     o the tile-average overhanging rows of a CTA's A and B boxes per k-block and
-    R = a * o * B,
+    R = a * o * slots,
         lat_oob(a) = oob_latency_us * R^2 / (R^2 + oob_half_rows^2),
-    added to the fill and to the period's latency term. Off: lat_oob = 0."""
+    in the period's latency term with slots = B (every slot of the ring in flight), in the
+    fill with slots = 1: the first k-block's boxes are at the head of the queue, behind
+    the other CTAs' first boxes only (and so the ring depth enters the kernel's time
+    through the period alone, as the optimizer's split needs). Off: lat_oob = 0."""
     if not x.on.boundary_fill:
         return np.zeros(x.shape)
     g = x.grid
     oob_rows = ((g.tiles_m * x.tile_m - x.m) * g.tiles_n + (g.tiles_n * x.tile_n - x.n) * g.tiles_m) \
         / g.tiles.astype(np.float64)
-    r2 = (a * oob_rows * x.stages) ** 2
+    r2 = (a * oob_rows * slots) ** 2
     return x.c.oob_latency_us * r2 / (r2 + x.c.oob_half_rows ** 2)
 
 
