@@ -36,8 +36,9 @@ def l2_reuse(x: Inputs, w: Span):
 
 
 # stream_k_offsets' fixed point: its steps from h = 0 rise to the least fixed point
-# (the hit rate only grows the hold, the hold only the hit rate); they stop once no row
-# moves by more than SPREAD_TOL, at most SPREAD_MAX_STEPS
+# (the hit rate only grows the hold, the hold only the hit rate); a row stops once it
+# moves by no more than SPREAD_TOL, at most SPREAD_MAX_STEPS (per row: the rate of a
+# row does not depend on the rows evaluated with it)
 SPREAD_TOL = 1e-4
 SPREAD_MAX_STEPS = 100
 
@@ -71,10 +72,15 @@ def stream_k_offsets(x: Inputs, w: Span, l2e, plain):
     l2e = at(l2e)
     reuse_m, reuse_n = (table.reshape(-1, len(HOLDS))[rows] for table in (g.sk_reuse_m, g.sk_reuse_n))
     h = np.zeros(len(rows))
+    moving = np.arange(len(rows))  # each row steps until it moves by SPREAD_TOL or less, whatever rows it is with
     for _ in range(SPREAD_MAX_STEPS):
-        hold = l2e / np.maximum(stream * (1.0 - h), 1.0)
-        h, before = (rows_m * at_hold(reuse_m, hold) + rows_n * at_hold(reuse_n, hold)) / (rows_m + rows_n), h
-        if np.max(np.abs(h - before)) <= SPREAD_TOL:
+        hold = l2e[moving] / np.maximum(stream[moving] * (1.0 - h[moving]), 1.0)
+        new = (rows_m[moving] * at_hold(reuse_m[moving], hold) + rows_n[moving] * at_hold(reuse_n[moving], hold)) \
+            / (rows_m[moving] + rows_n[moving])
+        done = np.abs(new - h[moving]) <= SPREAD_TOL
+        h[moving] = new
+        moving = moving[~done]
+        if not len(moving):
             break
     out = np.array(np.broadcast_to(plain, x.shape), dtype=np.float64)
     out.ravel()[rows] = h
