@@ -201,8 +201,8 @@ def test_bad_parameter_files_are_errors_not_defaults(capsys, tmp_path):
 
 def test_a_fit_of_an_earlier_model_is_refused_with_its_retired_constants(capsys):
     refused(capsys, "predict", "--gpu", GPU, "--shape", "4096x4096x4096", "--params", REFERENCE_FIT,
-            match=r"params_fitted.json: \S+ \S+: fitted by an earlier model \(constant\(s\) scalar_l2_bytes_per_us, "
-                  r"scalar_store_factor retired: .*\); fit it again \(gemmperf fit\)")
+            match=r"params_fitted.json: \S+ \S+: fitted by an earlier model \(constant\(s\) oob_row_us, oob_sat_rows, "
+                  r"scalar_l2_bytes_per_us, scalar_store_factor retired: .*\); fit it again \(gemmperf fit\)")
 
 
 def test_another_gpus_fit_is_refused_unless_asked(capsys):
