@@ -104,6 +104,33 @@ def test_fit_recovers_constants_from_model_data():
     assert got["kernel_fit_rmse_log"] < 0.03
 
 
+def test_the_jacobians_batch_equals_one_evaluation_per_theta(monkeypatch):
+    """fit_constants evaluates the finite-difference Jacobian's thetas in one model call,
+    the rows repeated once per theta (constants._residuals): each theta's residuals must
+    equal its own evaluation exactly, on shipped rows of every kind (split-K, stream-K,
+    clusters, ping-pong, overhanging tiles), also when the batch is cut into several calls."""
+    from pathlib import Path
+
+    from gemmperf.tables import read_measurements
+
+    path = Path(__file__).resolve().parent.parent / "results" / "h100-sxm5-80gb" / "shipped" / "measurements"
+    meas = read_measurements(path / "random.csv").filter(pl.col("family") == "ws-hopper").head(400)
+    assert meas.filter(pl.col("stream_k") > 0).height and meas.filter(pl.col("split_k") > 1).height
+    _, arr = W.prepare(meas, PS)
+    base = C._current(PS, "ws-hopper", "bf16")
+    names = [n for n in C.FIT_NAMES if base.get(n, 0.0) > 0 and (n not in W.CONSTANTS or W.rows_of(n, arr))]
+    y = np.log(meas.get_column("time_us").to_numpy())
+    one, batch = C._residuals(arr, W.grid_of(arr), y, base, names, 0.02, None)
+    thetas = np.random.default_rng(0).uniform(-0.5, 0.5, (7, len(names)))
+    expected = [one(t) for t in thetas]
+    for rows_per_call in (C.BATCH_ROWS, 3 * meas.height):  # all at once, then three thetas a call
+        monkeypatch.setattr(C, "BATCH_ROWS", rows_per_call)
+        got = batch(None, iter(thetas))
+        assert len(got) == len(thetas)
+        for e, g in zip(expected, got):
+            np.testing.assert_array_equal(g, e)
+
+
 def test_row_alignment_slows_misaligned_pitch_only():
     # K = 3000: pitch 6000 B, 1 row in 8 on a 128-byte line; K = 3072 and K = 2047 (pitch
     # padded to 2048 elements) are aligned

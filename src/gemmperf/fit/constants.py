@@ -31,6 +31,9 @@ from ..tables import canonical_order, valid_rows
 # marked fitted, in the order of PipelinedConstants' fields
 FIT_NAMES = ("math_flops_per_us", "t_epilogue_us", "load_latency_us", "t_init_us") + W.FITTED
 BOUND = float(np.log(8.0))
+# rows per model evaluation in the Jacobian's batches (_residuals): larger batches no
+# longer save per-call cost and start to leave the CPU's caches
+BATCH_ROWS = 65536
 
 
 def ceilings(pset: ParamSet, family: str, dtype: str) -> dict[str, float]:
@@ -105,21 +108,12 @@ def fit_constants(meas: pl.DataFrame, pset: ParamSet, names=FIT_NAMES, prior: fl
         # a constant that enters no row's prediction (split-K's on rows without it) keeps its value
         fit_names = [n for n in names if base.get(n, 0.0) > 0 and (n not in W.CONSTANTS or W.rows_of(n, arr))]
 
-        def residuals(theta, arr=arr, y=y, base=base, fit_names=fit_names, grid=grid):
-            a = dict(arr)
-            for name, t in zip(fit_names, theta):
-                a[name] = np.full_like(a[name], base[name] * np.exp(t), dtype=float)
-            pred = W.evaluate(**a, grid=grid, model_options=model_options)["predicted_us"]
-            if evals is not None:
-                evals.update()
-            r = np.log(np.maximum(pred, 1e-9)) - y
-            return np.concatenate([r, np.sqrt(prior) * theta])
-
+        residuals, batch = _residuals(arr, grid, y, base, fit_names, prior, model_options, evals)
         lo, hi = _bounds(fit_names, base, ceilings(out, family, dtype))
         # start inside the bounds: least_squares does not move a parameter started on one
         x0 = np.maximum(np.minimum(0.0, hi - 0.01), (lo + hi) / 2)
         res = least_squares(residuals, x0, bounds=(lo, hi), loss=loss, f_scale=0.05,
-                            x_scale=1.0, diff_step=1e-3, max_nfev=200 * max(len(fit_names), 1))
+                            x_scale=1.0, diff_step=1e-3, max_nfev=200 * max(len(fit_names), 1), workers=batch)
         r = res.fun[: len(y)]
         values = {name: base[name] * float(np.exp(t)) for name, t in zip(fit_names, res.x)}
         dof = max(len(y) - len(fit_names), 1)
@@ -137,3 +131,42 @@ def fit_constants(meas: pl.DataFrame, pset: ParamSet, names=FIT_NAMES, prior: fl
     if evals is not None:
         evals.close()
     return out, report
+
+
+def _residuals(arr: dict, grid, y: np.ndarray, base: dict, fit_names: list[str], prior: float, model_options,
+               evals=None):
+    """(residuals of one theta, least_squares' ``workers``): the log errors of the rows
+    ``arr`` (tile grid ``grid``, measured log times ``y``) with the constants ``fit_names``
+    at base * exp(theta), then the ridge prior's sqrt(prior) * theta.
+
+    The finite-difference Jacobian evaluates one theta per constant. Every row's
+    prediction depends on its own inputs only, so ``workers(fun, thetas)`` (equal to
+    ``map(fun, thetas)``) evaluates them all at once, the rows repeated once per theta:
+    one model evaluation of (constants x rows) instead of one per constant, which is most
+    of a fit's time on small training sets, where numpy's per-call cost dominates."""
+    n = len(y)
+    tiled = {1: (arr, grid)}
+
+    def of(thetas: np.ndarray) -> np.ndarray:
+        p = len(thetas)
+        if p not in tiled:
+            copies = {name: np.tile(v, p) for name, v in arr.items()}
+            tiled[p] = (copies, W.grid_of(copies))
+        a, g = tiled[p]
+        a = dict(a)
+        for j, name in enumerate(fit_names):
+            a[name] = np.repeat(base[name] * np.exp(thetas[:, j]), n)
+        pred = W.evaluate(**a, grid=g, model_options=model_options)["predicted_us"].reshape(p, n)
+        if evals is not None:
+            evals.update(p)
+        return np.hstack([np.log(np.maximum(pred, 1e-9)) - y, np.sqrt(prior) * thetas])
+
+    def residuals(theta):
+        return of(np.asarray(theta, dtype=float)[None, :])[0]
+
+    def batch(fun, thetas):
+        thetas = np.array([np.asarray(t, dtype=float) for t in thetas]).reshape(-1, len(fit_names))
+        per = max(BATCH_ROWS // max(n, 1), 1)  # thetas per evaluation
+        return [r for i in range(0, len(thetas), per) for r in of(thetas[i:i + per])]
+
+    return residuals, batch
