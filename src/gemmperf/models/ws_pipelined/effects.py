@@ -13,8 +13,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..columns import ceil_div
-
 from .geometry import HOLDS, Span, line_shares, span_hit_rate
 from .geometry import cta_bytes as box_bytes
 from .inputs import Inputs
@@ -168,8 +166,7 @@ def oob_multicast(x: Inputs, a):
         return np.zeros(x.shape)
     g = x.grid
     a_bytes, b_bytes = cta_bytes(x)
-    units_m, units_n = ceil_div(g.tiles_m, x.cluster_m), ceil_div(g.tiles_n, x.cluster_n)
-    slices = g.oob_a * a_bytes / units_m + g.oob_b * b_bytes / units_n
+    slices = g.oob_a * a_bytes / g.units_m + g.oob_b * b_bytes / g.units_n
     return (a / (x.cluster_m * x.cluster_n)) * slices / x.c.oob_multicast_bytes_per_us
 
 

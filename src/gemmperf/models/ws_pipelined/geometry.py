@@ -97,6 +97,8 @@ class Grid:
     k_tiles: np.ndarray  # KT = ceil(K/TK): k-blocks of a tile
     tiles_m: np.ndarray
     tiles_n: np.ndarray
+    units_m: np.ndarray  # ceil(tiles_m / cm): cluster units along M
+    units_n: np.ndarray  # ceil(tiles_n / cn)
     tiles: np.ndarray  # T: CTAs' worth of tiles, cluster padding included
     items: np.ndarray  # CTAs' worth of work items: T, T*Sk (split-K), Wc*cs (stream-K)
     mult: np.ndarray  # CTAs in flight per tile (Sk; stream-K ceil(Wc/U); else 1)
@@ -133,13 +135,14 @@ class Grid:
         raster, in_bytes, group, cm, cn = v["raster"], v["in_bytes"], v["group_m"], v["cluster_m"], v["cluster_n"]
         kt = ceil_div(k, tile_k)
         tiles_m, tiles_n = ceil_div(m, tile_m), ceil_div(n, tile_n)
-        units = ceil_div(tiles_m, cm) * ceil_div(tiles_n, cn)
+        units_m, units_n = ceil_div(tiles_m, cm), ceil_div(tiles_n, cn)
+        units = units_m * units_n
         tiles = units * (cm * cn)
         sms = wave_ctas(v["cluster_ctas"], v["persistent"], v["persistent_ctas"])
         sk = StreamK.of(units, kt, sms // (cm * cn))
         streamk = v["stream_k"] > 0
-        sk_reuse_m, sk_reuse_n = stream_k_reuse(ceil_div(tiles_m, cm), ceil_div(tiles_n, cn), kt, sk.workers,
-                                                raster, group, streamk & (sk.parts > 1))
+        sk_reuse_m, sk_reuse_n = stream_k_reuse(units_m, units_n, kt, sk.workers, raster, group,
+                                                streamk & (sk.parts > 1))
         split = v["split_k"]
         items = np.where(streamk, sk.workers * (cm * cn), tiles * split)
         s = np.where(streamk, sk.iters, ceil_div(kt, split))
@@ -153,7 +156,7 @@ class Grid:
         useful_ab = ((m / (tiles_m * tile_m)) * tile_m + (n / (tiles_n * tile_n)) * tile_n) \
             / (tile_m + tile_n) * (k / (kt * tile_k)) * loads
         first_a, last_a = np.minimum(items, sms), np.where(rem > 0, rem, sms)
-        d_m, d_n = reuse_distance(ceil_div(tiles_m, cm), ceil_div(tiles_n, cn), raster, group)
+        d_m, d_n = reuse_distance(units_m, units_n, raster, group)
         zero = np.zeros_like(items)
 
         def span(t0, a):
@@ -164,7 +167,8 @@ class Grid:
                                      v["sf_bytes_per_elem"])
         line_off, sector_off = line_shares(k, in_bytes)
         oob_a, oob_b = oob_slices(m, n, tile_m, tile_n, cm, cn)
-        return cls(k_blocks=s, k_tiles=kt, tiles_m=tiles_m, tiles_n=tiles_n, tiles=tiles, items=items, mult=mult,
+        return cls(k_blocks=s, k_tiles=kt, tiles_m=tiles_m, tiles_n=tiles_n, units_m=units_m, units_n=units_n,
+                   tiles=tiles, items=items, mult=mult,
                    sk_segments=sk.segments, sk_parts=sk.parts, sk_reuse_m=sk_reuse_m, sk_reuse_n=sk_reuse_n,
                    wave_ctas=sms, full_waves=full_waves,
                    rem=rem, first_a=first_a, last_a=last_a, n_waves=full_waves + (rem > 0), useful=useful,
