@@ -32,8 +32,8 @@ def test_tree_arrays_match_sklearn_and_json_roundtrip():
     X = rng.normal(size=(400, 5))
     y = np.sin(X[:, 0]) + 0.3 * (X[:, 1] > 0) + 0.01 * rng.normal(size=400)
     est = ResidualRegressor(n_estimators=50, max_depth=3).fit(X, y)
-    ref = GradientBoostingRegressor(n_estimators=50, max_depth=3, min_samples_leaf=8, loss="huber", learning_rate=0.05,
-                                    random_state=0).fit(X, y)
+    ref = GradientBoostingRegressor(n_estimators=50, max_depth=3, min_samples_leaf=est.min_samples_leaf, loss="huber",
+                                    learning_rate=0.05, random_state=0).fit(X, y)
     np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-10, atol=1e-10)
     back = ResidualRegressor.from_dict(json.loads(json.dumps(est.to_dict())))
     np.testing.assert_array_equal(back.predict(X), est.predict(X))
