@@ -1,0 +1,116 @@
+"""The residual correction's tree settings, leave-one-testlist-out on the development data.
+
+The constants are fitted once per left-out testlist (on the other lists, as the protocol
+does); only the correction varies: each variant is trained on the fold's training
+predictions and scored on the left-out list. Prints, per variant, the corrected MAPE,
+p95, per-shape Spearman and regret (ties at their mean) of every development row, with
+the fitted model's figures for reference. The sealed list is never read.
+
+    python benchmarks/residual_sweep.py [--gpu h100-sxm5-80gb] [--dtype bf16] [--jobs 2]
+        [--variants leaf8,leaf32,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# name -> ResidualRegressor settings different from its defaults' (1200 trees, depth 4,
+# learning rate 0.05, Huber loss; each named with its leaf size)
+VARIANTS = {
+    "leaf8": {"min_samples_leaf": 8},
+    "leaf16": {"min_samples_leaf": 16},
+    "leaf32": {"min_samples_leaf": 32},
+    "leaf64": {"min_samples_leaf": 64},
+    "leaf128": {"min_samples_leaf": 128},
+    "leaf8-600trees": {"min_samples_leaf": 8, "n_estimators": 600},
+    "leaf8-300trees": {"min_samples_leaf": 8, "n_estimators": 300},
+    "leaf8-depth3": {"min_samples_leaf": 8, "max_depth": 3},
+    "leaf32-depth3": {"min_samples_leaf": 32, "max_depth": 3},
+    "leaf8-rate0.02": {"min_samples_leaf": 8, "learning_rate": 0.02},
+    "leaf8-absolute": {"min_samples_leaf": 8, "loss": "absolute_error"},
+}
+
+
+def _use_src():
+    sys.path.insert(0, str(ROOT / "src"))
+
+
+def _score(task):
+    """(variant, corrected predictions of every left-out list) for one variant."""
+    import polars as pl
+
+    from gemmperf.fit.accuracy import single_thread_blas
+    from gemmperf.fit.residual import Correction
+
+    name, settings, folds, sms = task
+    out = []
+    with single_thread_blas():
+        for fold, train, test in folds:
+            corr = Correction.fit(train, sms, **settings)
+            out.append(corr(test).with_columns(pl.lit(fold).alias("fold"), pl.col("predicted_us").alias("fitted_us")))
+    return name, pl.concat(out, how="diagonal_relaxed")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--gpu", default="h100-sxm5-80gb")
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--jobs", type=int, default=0, help="worker processes (0: every core)")
+    p.add_argument("--variants", default=",".join(VARIANTS), help=f"of {', '.join(VARIANTS)}")
+    args = p.parse_args(argv)
+    unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
+    if unknown:
+        print(f"--variants: unknown {', '.join(unknown)}; known: {', '.join(VARIANTS)}", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    sys.path.insert(0, str(ROOT / "src"))
+    import polars as pl
+    from accuracy_protocol import SEALED, measurement_files
+
+    from gemmperf import tables
+    from gemmperf.fit import constants as C
+    from gemmperf.fit import protocol as P
+    from gemmperf.fit.accuracy import available_cores, single_thread_blas
+    from gemmperf.fit.microbench import fit_paramset
+    from gemmperf.hardware import load_gpu
+    from gemmperf.models import ws_pipelined as W
+
+    gpu = load_gpu(ROOT / "results" / args.gpu / "shipped" / "hardware.json")
+    pset = fit_paramset(gpu, str(ROOT / "results" / args.gpu / "shipped" / "microbench.csv"), ["ws-hopper"],
+                        args.dtype)
+    files = measurement_files(args.gpu, args.dtype)
+    files.pop(SEALED, None)
+    dev = P.development({name: tables.read_measurements(path) for name, path in files.items()})
+    start = time.monotonic()
+    folds = []
+    with single_thread_blas():
+        for fold, train, test in P.folds(dev, "testlist"):
+            fitted, _ = C.fit_constants(dev[train], pset)
+            folds.append((fold, W.predict(dev[train], fitted), W.predict(dev[test], fitted)))
+    print(f"{dev.height} development rows, constants fitted per left-out list in {time.monotonic() - start:.0f} s")
+    tasks = [(v, VARIANTS[v], folds, gpu.sms) for v in args.variants.split(",")]
+    jobs = min(args.jobs or available_cores(), len(tasks))
+    if jobs <= 1:
+        results = [_score(t) for t in tasks]
+    else:  # spawned workers (polars is not fork-safe); each imports gemmperf from src/
+        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_use_src) as ex:
+            results = list(ex.map(_score, tasks))
+    print("\n| correction | MAPE % | p95 % | Spearman | regret % |\n| --- | --- | --- | --- | --- |")
+    for i, (name, preds) in enumerate(results):
+        columns = {"ws-pipelined+fit": "fitted_us", name: "corrected_us"}
+        s = P.summary(preds, columns=columns).filter(pl.col("class") == "all")
+        for r in s.iter_rows(named=True):
+            if r["model"] == name or i == 0:
+                print(f"| {r['model']} | {r['mape_pct']:.2f} | {r['p95_ape_pct']:.1f} | {r['spearman_mean']:.3f} | "
+                      f"{r['regret_mean_pct']:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
