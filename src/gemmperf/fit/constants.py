@@ -150,8 +150,9 @@ def _residuals(arr: dict, grid, y: np.ndarray, base: dict, fit_names: list[str],
     def of(thetas: np.ndarray) -> np.ndarray:
         p = len(thetas)
         if p not in tiled:
+            # the grid is row-wise: the repeated rows' grid is the rows' grid, taken
             copies = {name: np.tile(v, p) for name, v in arr.items()}
-            tiled[p] = (copies, W.grid_of(copies))
+            tiled[p] = (copies, W.take(grid, np.tile(np.arange(n), p)))
         a, g = tiled[p]
         a = dict(a)
         for j, name in enumerate(fit_names):
