@@ -43,19 +43,12 @@ def tasks(gpu) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    from probes import measure, start, write_csv
+    from probes import run, start
 
     a, gpu, meas = start(__doc__, argv)
-    rows = []
-    for task in tasks(gpu):
-        m, n, mode, persistent, cm, cn = (task[f] for f in ("m", "n", "mode", "persistent", "cluster_m", "cluster_n"))
-        row = {"m": m, "n": n, "k": K, "waves": task["waves"], "mode": mode, "persistent": persistent,
-               "cluster": f"{cm}x{cn}", **measure(meas, gpu, task)}
-        rows.append(row)
-        print(f"{m}x{n}x{K} {mode:5s} {'P' if persistent else 'N'} {cm}x{cn} {row['status']:8s} "
-              f"{row['time_us'] or float('nan'):8.2f} us {row['reason']}", flush=True)
-    if a.out:
-        write_csv(a.out, rows)
+    rows = run(a, gpu, meas, tasks(gpu), lambda t: {
+        "m": t["m"], "n": t["n"], "k": K, "waves": t["waves"], "mode": t["mode"], "persistent": t["persistent"],
+        "cluster": f"{t['cluster_m']}x{t['cluster_n']}"})
     print("\nwaves mode persistent: time_us per cluster (difference to 1x1)")
     for waves in WAVES:
         for mode in MODES:

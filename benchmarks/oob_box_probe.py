@@ -54,21 +54,17 @@ def oob_slices(m: int, tile_m: int, cm: int, cn: int) -> tuple[int, int]:
 
 
 def main(argv=None) -> int:
-    from probes import measure, start, write_csv
+    from probes import run, start
 
     a, gpu, meas = start(__doc__, argv)
     kblocks = -(-K // TILE_K)
-    rows = []
-    for task in tasks():
-        cm, cn = task["cluster_m"], task["cluster_n"]
-        mc, plain = oob_slices(task["m"], TILE_M, cm, cn)
-        row = {"m": task["m"], "cluster": f"{cm}x{cn}", "stages": task["stages"], "oob_slices_multicast": mc,
-               "oob_slices_plain": plain, **measure(meas, gpu, task)}
-        rows.append(row)
-        print(f"M={row['m']:<4d} {row['cluster']} B={row['stages']} {row['status']:8s} "
-              f"{row['time_us'] or float('nan'):9.2f} us {row['reason'][:80]}", flush=True)
-    if a.out:
-        write_csv(a.out, rows)
+
+    def label(t):
+        mc, plain = oob_slices(t["m"], TILE_M, t["cluster_m"], t["cluster_n"])
+        return {"m": t["m"], "cluster": f"{t['cluster_m']}x{t['cluster_n']}", "stages": t["stages"],
+                "oob_slices_multicast": mc, "oob_slices_plain": plain}
+
+    rows = run(a, gpu, meas, tasks(), label)
     print(f"\nus per k-block ({kblocks} k-blocks) at stages " + " / ".join(map(str, STAGES))
           + "; wholly out-of-bounds A slices per cluster, multicast / not")
     for m in MS:

@@ -1,5 +1,6 @@
-"""What the GPU probes of benchmarks/ (cluster_probe, raster_probe, zero_fill_probe)
-share: one run measured as a sweep measures it, and their CSV. GPU-side: numpy +
+"""What the GPU probes of benchmarks/ (cluster, oob_box, raster, ring_depth, zero_fill,
+zero_fill_rows) share: one run measured as a sweep measures it, the loop over a probe's
+runs, and their CSV. GPU-side: numpy +
 cuda-python only; the gemmperf imports are inside the functions, so a probe's task list
 loads without them."""
 
@@ -46,3 +47,19 @@ def write_csv(path, rows: list[dict]) -> None:
         w = csv.DictWriter(f, fieldnames=list(dict.fromkeys(c for r in rows for c in r)))
         w.writeheader()
         w.writerows(rows)
+
+
+def run(args, gpu, meas, tasks, label) -> list[dict]:
+    """Every task of ``tasks`` measured in order (``measure``), its row ``label(task)`` (the
+    columns that name the run) followed by the outcome; a progress line per run; the CSV of
+    all of them at ``args.out`` when given. Returns the rows."""
+    rows = []
+    for task in tasks:
+        named = label(task)
+        row = {**named, **measure(meas, gpu, task)}
+        rows.append(row)
+        print(" ".join(f"{k}={v}" for k, v in named.items()),
+              f"{row['status']:8s} {row['time_us'] or float('nan'):9.2f} us {row['reason'][:80]}", flush=True)
+    if args.out:
+        write_csv(args.out, rows)
+    return rows

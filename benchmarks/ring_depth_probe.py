@@ -48,20 +48,13 @@ def tasks() -> list[dict]:
 
 
 def main(argv=None) -> int:
-    from probes import measure, start, write_csv
+    from probes import run, start
 
     a, gpu, meas = start(__doc__, argv)
     kblocks = -(-K // TILE_K)
-    rows = []
-    for task in tasks():
-        ctas = task["n"] // task["tile_n"]
-        row = {"tile": f"{task['tile_m']}x{task['tile_n']}", "ctas": ctas, "m": task["m"], "n": task["n"],
-               "stages": task["stages"], **measure(meas, gpu, task)}
-        rows.append(row)
-        print(f"{row['tile']} CTAs={ctas:<3d} B={row['stages']} {row['status']:8s} "
-              f"{row['time_us'] or float('nan'):9.2f} us {row['reason'][:80]}", flush=True)
-    if a.out:
-        write_csv(a.out, rows)
+    rows = run(a, gpu, meas, tasks(), lambda t: {
+        "tile": f"{t['tile_m']}x{t['tile_n']}", "ctas": t["n"] // t["tile_n"], "m": t["m"], "n": t["n"],
+        "stages": t["stages"]})
     print(f"\nus per k-block ({kblocks} k-blocks), stages: time")
     for tile_m, tile_n in TILES:
         for ctas in CTAS:

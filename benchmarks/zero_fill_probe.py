@@ -39,18 +39,11 @@ def tasks() -> list[dict]:
 
 
 def main(argv=None) -> int:
-    from probes import measure, start, write_csv
+    from probes import run, start
 
     a, gpu, meas = start(__doc__, argv)
-    rows = []
-    for task in tasks():
-        row = {"m": task["m"], "cluster": f"{task['cluster_m']}x{task['cluster_n']}", "stages": task["stages"],
-               **measure(meas, gpu, task)}
-        rows.append(row)
-        print(f"M={row['m']:<4d} {row['cluster']} B={row['stages']} {row['status']:8s} "
-              f"{row['time_us'] or float('nan'):9.2f} us {row['reason'][:80]}", flush=True)
-    if a.out:
-        write_csv(a.out, rows)
+    rows = run(a, gpu, meas, tasks(), lambda t: {
+        "m": t["m"], "cluster": f"{t['cluster_m']}x{t['cluster_n']}", "stages": t["stages"]})
     print("\ntime_us by M and cluster, stages " + " / ".join(map(str, STAGES)))
     for m in MS:
         for cm, cn in CLUSTERS:

@@ -66,20 +66,13 @@ def deepest_legal(cfg):
 
 
 def main(argv=None) -> int:
-    from probes import measure, start, write_csv
+    from probes import run, start
 
     a, gpu, meas = start(__doc__, argv)
     kblocks = -(-K // TILE_K)
-    rows = []
-    for task in tasks():
-        row = {"tile": f"{task['tile_m']}x{task['tile_n']}", "cluster": f"{task['cluster_m']}x{task['cluster_n']}",
-               "m": task["m"], "n": task["n"], "stages": task["stages"], "zero_rows": -task["m"] % task["tile_m"],
-               **measure(meas, gpu, task)}
-        rows.append(row)
-        print(f"{row['tile']} {row['cluster']} N={row['n']:<5d} M={row['m']:<4d} B={row['stages']} "
-              f"{row['status']:8s} {row['time_us'] or float('nan'):9.2f} us {row['reason'][:80]}", flush=True)
-    if a.out:
-        write_csv(a.out, rows)
+    rows = run(a, gpu, meas, tasks(), lambda t: {
+        "tile": f"{t['tile_m']}x{t['tile_n']}", "cluster": f"{t['cluster_m']}x{t['cluster_n']}", "m": t["m"],
+        "n": t["n"], "stages": t["stages"], "zero_rows": -t["m"] % t["tile_m"]})
     print(f"\nus per k-block ({kblocks} k-blocks), stages: time")
     for tile_m, tile_n, (cm, cn) in TILES:
         for n in NS:

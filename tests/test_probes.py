@@ -1,8 +1,12 @@
 """benchmarks/probes.py without a GPU: a run the GPU cannot do is not launched, a run it
 can is measured with only its size and configuration, and the CSV keeps every column."""
 
+import argparse
 import csv
+import sys
 from pathlib import Path
+
+import pytest
 
 from gemmperf.hardware import get_gpu
 from gemmperf.problem import KernelConfig
@@ -29,3 +33,31 @@ def test_measure_skips_illegal_runs_and_passes_the_task_on(tmp_path):
     path = tmp_path / "runs.csv"
     probes.write_csv(path, [{"a": 1}, {"a": 2, "b": 3}])
     assert list(csv.DictReader(open(path))) == [{"a": "1", "b": ""}, {"a": "2", "b": "3"}]
+
+
+@pytest.mark.parametrize("script", ["cluster_probe.py", "oob_box_probe.py", "ring_depth_probe.py",
+                                    "zero_fill_probe.py", "zero_fill_rows_probe.py"])
+def test_a_probe_measures_every_run_once_and_writes_them_all(script, tmp_path, monkeypatch, capsys):
+    """Each probe's main(), on a stand-in for the GPU's Measurer: every legal run measured
+    once with its own size, the CSV holds one row per run with the probe's labels first."""
+    probes = load_script(ROOT / "benchmarks" / "probes.py", "probes")
+    gpu = get_gpu("h100-sxm5-80gb")
+    seen = []
+
+    def meas(task):
+        seen.append(task)
+        return {"status": "ok", "time_us": 100.0 + len(seen), "sm_clock_start_mhz": 1980.0,
+                "sm_clock_end_mhz": 1980.0}
+
+    out = tmp_path / "runs.csv"
+    monkeypatch.setattr(probes, "start", lambda doc, argv=None: (argparse.Namespace(out=str(out)), gpu, meas))
+    monkeypatch.setitem(sys.modules, "probes", probes)
+    probe = load_script(ROOT / "benchmarks" / script)
+    assert probe.main([]) == 0
+    tasks = probe.tasks(gpu) if script == "cluster_probe.py" else probe.tasks()
+    rows = list(csv.DictReader(open(out)))
+    assert len(rows) == len(tasks) == len(seen)
+    assert [(t["m"], t["n"], t["k"]) for t in seen] == [(t["m"], t["n"], t["k"]) for t in tasks]
+    assert [float(r["time_us"]) for r in rows] == [101.0 + i for i in range(len(rows))]
+    assert list(rows[0])[-5:] == ["status", "time_us", "reason", "clock_start", "clock_end"]
+    assert capsys.readouterr().out.count(" ok ") >= len(rows)
