@@ -1,0 +1,91 @@
+"""Probe: at what rate does a GEMM's C reach DRAM, and does the L2 hold a small C?
+
+On the H100 development data, kernels with little K and a large C (1-8 k-blocks, C of
+50-400 MB) run at 1.7-2.6 TB/s of C written, below the 3.0 TB/s DRAM copy rate, and the
+model missed them both ways: the TMA-store epilogue predicted up to 1.35x too fast (its
+stores drain behind the next tile, bounded by nothing), the direct one up to 1.2x too
+slow (its stores counted at the load rate, not hidden at all). This times ws-hopper bf16
+GEMMs with one k-block (K = 64) over C from 2 to 400 MB, N = 16384 (rows on 128-byte
+lines) and N = 16336 (C's row pitch 32 bytes past a line), with 128x256 tiles
+(cooperative, TMA-store and direct epilogues) and 128x128 (ping-pong, TMA store),
+persistent, 4 stages; every run verified against float64 as in a sweep. Besides them it
+times a write-only fill of 2 GiB (cuMemsetD32Async), the DRAM's own write rate, next to
+the 2 GiB copy the microbenchmarks time. It prints the rate of C written per run and
+both DRAM rates. A GPU-side script: numpy + cuda-python only.
+
+    PYTHONPATH=src python3 benchmarks/store_probe.py [--out probe.csv]
+"""
+
+from __future__ import annotations
+
+import sys
+
+MS = (64, 128, 256, 512, 1024, 2048, 4096, 6144, 8192, 12288)
+NS = (16384, 16336)
+K = 64  # one k-block
+CONFIGS = (  # (tile_m, tile_n, schedule, epilogue)
+    (128, 256, "cooperative", "tma"),
+    (128, 256, "cooperative", "direct"),
+    (128, 128, "pingpong", "tma"),
+)
+FILL_BYTES = 1 << 31
+
+
+def tasks() -> list[dict]:
+    """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration)."""
+    from gemmperf.problem import KernelConfig
+
+    out = []
+    for tile_m, tile_n, schedule, epilogue in CONFIGS:
+        cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64, stages=4,
+                           cluster_m=1, cluster_n=1, persistent=True, raster="grouped", schedule=schedule,
+                           epilogue=epilogue)
+        for n in NS:
+            for m in MS:
+                out.append({"m": m, "n": n, "k": K, **cfg.as_dict()})
+    return out
+
+
+def dram_rates() -> dict:
+    """The DRAM's write-only rate (a 2 GiB cuMemsetD32Async) and its copy rate (a 2 GiB
+    cuMemcpyDtoDAsync, bytes read + written), TB/s, timed as the microbenchmarks time."""
+    from cuda.bindings import driver as cu
+
+    from gemmperf.bench.timing import check, time_kernel
+    from gemmperf.kernels.launch import DeviceBuffer, ensure_context
+
+    ensure_context(0)
+    stream = check(cu.cuStreamCreate(cu.CUstream_flags.CU_STREAM_NON_BLOCKING.value))
+    a, b = DeviceBuffer(FILL_BYTES), DeviceBuffer(FILL_BYTES)
+    try:
+        fill = time_kernel(lambda _: check(cu.cuMemsetD32Async(a.ptr, 0x3F803F80, FILL_BYTES // 4, stream)), stream)
+        copy = time_kernel(lambda _: check(cu.cuMemcpyDtoDAsync(b.ptr, a.ptr, FILL_BYTES, stream)), stream)
+    finally:
+        a.free()
+        b.free()
+    return {"write_TBps": FILL_BYTES / fill.time_us / 1e6, "copy_TBps": 2 * FILL_BYTES / copy.time_us / 1e6}
+
+
+def main(argv=None) -> int:
+    from probes import run, start, write_csv
+
+    a, gpu, meas = start(__doc__, argv)
+    rows = run(a, gpu, meas, tasks(), lambda t: {
+        "config": f"{t['tile_m']}x{t['tile_n']} {t['schedule']} {t['epilogue']}", "m": t["m"], "n": t["n"],
+        "c_mb": round(t["m"] * t["n"] * 2 / 1e6, 2)})
+    rates = dram_rates()
+    if a.out:
+        write_csv(a.out, rows + [{"config": f"dram {k}", "status": "ok", "reason": f"{v:.3f}"}
+                                 for k, v in rates.items()])
+    print(f"\nDRAM: write-only {rates['write_TBps']:.3f} TB/s, copy {rates['copy_TBps']:.3f} TB/s (read + written)")
+    print("TB/s of C written, by C size (MB):")
+    for config in dict.fromkeys(r["config"] for r in rows):
+        for n in NS:
+            t = [(r["c_mb"], r["c_mb"] / r["time_us"]) for r in rows
+                 if (r["config"], r["n"]) == (config, n) and r["status"] == "ok"]
+            print(f"{config} N={n}: " + " ".join(f"{c:.0f}:{x:.2f}" for c, x in t))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

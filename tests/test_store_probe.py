@@ -1,0 +1,46 @@
+"""benchmarks/store_probe.py without a GPU: its runs are legal and distinct, and the run
+it made on a lent H100 is verified and read back: with one k-block, C of 34 MB and more
+leaves at about 2.5 TB/s with TMA stores (0.75 of the datasheet DRAM rate, under the
+3.2 TB/s of a plain memset) and about 1.45 TB/s with the direct epilogue's stores, with
+no gain while C fits in the 50 MB L2 (benchmarks/MODEL_ACCURACY.md)."""
+
+import csv
+from pathlib import Path
+
+from gemmperf.hardware import get_gpu
+from gemmperf.kernels import check_legal
+from gemmperf.problem import KernelConfig
+from scripts import load_script
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "benchmarks" / "results" / "store_probe" / "store_probe_h100_2026-11-27.csv"
+
+
+def test_the_runs_are_legal_and_distinct():
+    probe = load_script(ROOT / "benchmarks" / "store_probe.py")
+    gpu = get_gpu("h100-sxm5-80gb")
+    runs = probe.tasks()
+    assert len(runs) == len({tuple(sorted(r.items())) for r in runs}) == 60
+    for run in runs:
+        assert check_legal(KernelConfig(**{k: v for k, v in run.items() if k not in ("m", "n", "k")}), gpu) is None
+        assert run["k"] == run["tile_k"]  # one k-block: the stores are most of the kernel
+    # N = 16336: C's rows (32672 bytes) start 32 bytes past a 128-byte line every other row
+    assert {r["n"] * 2 % 128 for r in runs} == {0, 32}
+
+
+def test_the_h100_run_is_verified_and_c_reaches_dram_at_the_write_rate():
+    with open(RUN) as f:
+        rows = list(csv.DictReader(f))
+    kernels = [r for r in rows if r["m"]]
+    assert len(kernels) == 60 and all(r["status"] == "ok" for r in kernels)
+    rate = {(r["config"], int(r["m"]), int(r["n"])): float(r["c_mb"]) / float(r["time_us"]) for r in kernels}
+    dram = {r["config"]: float(r["reason"]) for r in rows if not r["m"]}
+    gpu = get_gpu("h100-sxm5-80gb")
+    assert 0.9 < dram["dram write_TBps"] / (gpu.dram_bytes_per_s / 1e12) < 1.0
+    for config in ("128x256 cooperative tma", "128x128 pingpong tma"):
+        big = [rate[(config, m, n)] for m in (4096, 6144, 8192, 12288) for n in (16384, 16336)]
+        assert all(2.3 < x < 2.7 for x in big), config  # about 0.75 of the datasheet rate
+        assert max(big) < 0.85 * dram["dram write_TBps"]  # a GEMM's stores, not a memset's
+        assert rate[(config, 1024, 16384)] < 1.1 * max(big)  # C of 34 MB: no faster for fitting in L2
+    direct = [rate[("128x256 cooperative direct", m, n)] for m in (8192, 12288) for n in (16384, 16336)]
+    assert all(1.35 < x < 1.6 for x in direct)
