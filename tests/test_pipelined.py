@@ -92,7 +92,7 @@ def test_fit_recovers_constants_from_model_data():
     truth_vals = {"dram_eff_bytes_per_us": 2.4e6, "t_epilogue_us": 1.2,
                   "math_flops_per_us": PS.get("ws-hopper", "bf16").math_flops_per_us * 0.85}
     truth = C.with_values(PS, "ws-hopper", "bf16", truth_vals)
-    shapes = list(itertools.product([512, 2048, 8192], [1024, 4096], [256, 4096, 16384]))
+    shapes = list(itertools.product([16, 512, 2048, 8192], [1024, 4096, 16384], [256, 4096, 16384]))
     cfgs = pl.DataFrame([{"tile_m": tm, "tile_n": tn, "stages": 4, "persistent": p}
                          for tm, tn, p in itertools.product([64, 128], [128, 256], [False, True])])
     meas = A.synthetic_measurements(truth, shapes, cfgs, noise=0.02, seed=3)
@@ -152,16 +152,42 @@ def test_row_alignment_costs_the_shared_l2_not_one_sms_tma_path():
 
 
 def test_direct_epilogue_is_bound_by_the_wave_as_well_as_the_sm():
-    # a wave's C writes share the DRAM rate: with a slow DRAM a tile's epilogue grows with
-    # the CTAs storing at once (one wave each here)
+    # without dram_writes a wave's C writes share the load's DRAM rate, none hidden: with a
+    # slow DRAM a tile's epilogue grows with the CTAs storing at once (one wave each here)
     slow = C.with_values(PS, "ws-hopper", "bf16", {"dram_eff_bytes_per_us": 2.0e5})
 
     def epi(m):
-        out = W.predict(rows(m=[m], n=[2048], k=[4096], tile_m=[128], tile_n=[256], persistent=[True]), slow)
+        out = W.predict(rows(m=[m], n=[2048], k=[4096], tile_m=[128], tile_n=[256], persistent=[True]), slow,
+                        dram_writes=False)
         assert out["waves"][0] == 1
         return out["epilogue_us"][0]
 
     assert epi(16 * 128) > 1.5 * epi(4 * 128)
+
+
+def test_a_large_c_reaches_dram_at_the_write_rate_whatever_the_epilogue():
+    # one k-block, C of 403 MB (benchmarks/store_probe.py's largest): the kernel takes at
+    # least C less the L2's buffer at the write rate, with either epilogue and schedule
+    k = W.constants_for(PS, "ws-hopper", "bf16")
+    floor = (12288 * 16384 * 2 - k.l2_write_buffer_fraction * GPU.l2_bytes) / k.dram_write_bytes_per_us
+    big = dict(m=12288, n=16384, k=64)
+    for extra in ({}, {"epilogue": "tma"}, {"epilogue": "tma", "schedule": "pingpong", "tile_n": 128}):
+        t = W.predict(_big(**big, **extra), PS)["predicted_us"][0]
+        assert floor < t < 1.3 * floor, extra
+    # the model before dram_writes let TMA stores drain unbounded behind the next tile
+    assert W.predict(_big(**big, epilogue="tma"), PS, dram_writes=False)["predicted_us"][0] < 0.75 * floor
+    # with a long K loop the next tile hides the stores: the write rate enters only the
+    # last tile's, which nothing follows (one wave's tiles at the write rate at most)
+    slow = C.with_values(PS, "ws-hopper", "bf16", {"dram_write_bytes_per_us": 0.5 * k.dram_write_bytes_per_us})
+    one_wave = GPU.sms * 128 * 256 * 2 / k.dram_write_bytes_per_us
+    for extra in ({}, {"epilogue": "tma"}):
+        fast, dear = (W.predict(_big(**extra), ps)["predicted_us"][0] for ps in (PS, slow))
+        assert 0 < dear - fast < one_wave < 0.01 * fast
+    # one wave of C (8 MB) fits in the L2's buffer: the write rate does not enter at all
+    for extra in ({}, {"epilogue": "tma"}):
+        one = _big(m=256, n=16384, k=64, **extra)
+        assert W.predict(one, PS)["waves"][0] == 1
+        assert W.predict(one, slow)["predicted_us"][0] == W.predict(one, PS)["predicted_us"][0]
 
 
 def test_ring_latency_makes_deeper_rings_pay_on_load_bound_tiles():
@@ -350,10 +376,11 @@ def test_pingpong_hides_epilogues_behind_the_other_warpgroups_main_loop():
     assert predict_(_big(tile_n=128, schedule="pingpong"), PS, pingpong_overlap=False)["predicted_us"][0] \
         == coop["predicted_us"][0]
     # short K: each epilogue outlasts the other warpgroup's S*Tc; both warpgroups store at
-    # once, so each tile but the last exposes half of the excess
-    short = predict_(_big(tile_n=128, k=128, schedule="pingpong"), PS)
+    # once, so each tile but the last exposes half of the excess (the DRAM's write rate,
+    # which binds every tile whichever warpgroup stores it, left out: dram_writes off)
+    short = predict_(_big(tile_n=128, k=128, schedule="pingpong"), PS, dram_writes=False)
     waves = short["waves"][0]
-    e = predict_(_big(tile_n=128, k=128), PS)["epilogue_us"][0] / waves  # a tile's E, waves averaged
+    e = predict_(_big(tile_n=128, k=128), PS, dram_writes=False)["epilogue_us"][0] / waves  # a tile's E
     s_tc = short["k_stages"][0] * short["stage_math_us"][0]
     unhalved = (waves - 1) * (e - s_tc) + e
     assert waves > 8 and e > 2 * s_tc

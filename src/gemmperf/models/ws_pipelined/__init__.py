@@ -69,6 +69,10 @@ assumption so its contribution shows):
 - ``oob_multicast``: a multicast slice wholly past M or N still costs its cluster the
   writes of its zeros once per k-block, on a path the whole GPU shares: a term of the
   period of its own, where a lone box past the edge is skipped.
+- ``dram_writes``: C's stores reach DRAM at the GPU's write rate; they drain behind the
+  next tile's K loop and into the L2's buffer, so only what outlasts both is exposed,
+  with either epilogue and schedule (off: each wave's stores at the load rate, none
+  hidden, in the direct epilogue only).
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and

@@ -41,26 +41,31 @@ def smem_time(x: Inputs):
     return smem_bytes / x.c.smem_bytes_per_us
 
 
-def epilogue(x: Inputs, a):
-    """One tile's epilogue in a wave of a CTAs, the direct epilogue's 16-byte stores from
-    registers:
-        E(a) = t_epilogue_us + Ea + max(TM*TN*ob / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us)
-    with Ea the consumer threads' own work on their accumulators (``effects.epilogue_threads``).
+def epilogue(x: Inputs, backlog):
+    """One tile's epilogue, the direct epilogue's 16-byte stores from registers:
+        E = t_epilogue_us + max(Ea + TM*TN*ob / store_bytes_per_us, backlog)
+    with Ea the consumer threads' own work on their accumulators (``effects.epilogue_threads``),
+    which with the stores' issue overlaps the DRAM writes the next tile does not hide
+    (``backlog``, ``effects.dram_writes``; off: E = t_epilogue_us + Ea + max(stores, backlog)).
     The TMA-store epilogue (``effects.tma_store``) replaces the stores by staging writes to
     shared memory."""
     out_tile = x.tile_m * x.tile_n * x.out_bytes
-    stores = np.maximum(out_tile / x.c.store_bytes_per_us, a * out_tile / x.c.dram_eff_bytes_per_us)
-    return E.tma_store(x, x.t_epilogue_us + E.epilogue_threads(x) + stores, out_tile)
+    if x.on.dram_writes:
+        direct = x.t_epilogue_us + np.maximum(E.epilogue_threads(x) + out_tile / x.c.store_bytes_per_us, backlog)
+    else:
+        direct = x.t_epilogue_us + E.epilogue_threads(x) + np.maximum(out_tile / x.c.store_bytes_per_us, backlog)
+    return E.tma_store(x, direct, out_tile, backlog)
 
 
-def store_drain(x: Inputs, a):
+def store_drain(x: Inputs, d):
     """The last tile's TMA stores drain after its consumers are done: once per kernel,
-        max(TM*TN*ob / store_bytes_per_us, a*TM*TN*ob / dram_eff_bytes_per_us)
-    for the TMA-store epilogue (``effects.tma_store``), 0 for the direct one."""
+        max(TM*TN*ob / store_bytes_per_us, D)
+    (D: the last wave's DRAM writes, ``effects.dram_writes``) for the TMA-store epilogue
+    (``effects.tma_store``), 0 for the direct one."""
     if not x.on.tma_store:
         return np.zeros(x.shape)
     out_tile = x.tile_m * x.tile_n * x.out_bytes
-    drain = np.maximum(out_tile / x.c.store_bytes_per_us, a * out_tile / x.c.dram_eff_bytes_per_us)
+    drain = np.maximum(out_tile / x.c.store_bytes_per_us, d)
     return np.where(x.epilogue == 1, drain, 0.0)
 
 
@@ -78,6 +83,8 @@ class Wave:
     rest: np.ndarray  # K loop after the fill
     period: np.ndarray
     epilogue: np.ndarray
+    epilogue_end: np.ndarray  # the epilogue of a kernel's last tile: no next tile hides its DRAM writes
+    writes: E.Writes  # the wave's stores of C to DRAM (effects.dram_writes)
     fixup: np.ndarray  # split-K's fix-up before the epilogue (effects.split_k_fixup)
 
 
@@ -87,9 +94,11 @@ def wave(x: Inputs, w: Span, h, t_c, pad: E.Padding) -> Wave:
     t_load, l2_bound = E.bandwidth_sharing(x, w, h, a_bytes + b_bytes, pad.loaded, E.row_alignment(x))
     lat_oob, z_mc = E.boundary_fill(x, a, x.stages), E.oob_multicast(x, a)
     rest, period = E.pipelining(x, t_load, t_c, lat_oob, z_mc)
+    writes = E.dram_writes(x, a_out, t_c)
     return Wave(a=a, a_out=a_out, t_load=t_load, l2_bound=l2_bound, lat_oob=lat_oob, z_mc=z_mc,
                 fill=x.load_latency_us + E.boundary_fill(x, a, 1) + z_mc + t_load, rest=rest, period=period,
-                epilogue=epilogue(x, a_out), fixup=E.split_k_fixup(x, a))
+                epilogue=epilogue(x, writes.backlog), epilogue_end=epilogue(x, writes.end), writes=writes,
+                fixup=E.split_k_fixup(x, a))
 
 
 def full_wave_hit_rate(x: Inputs):
@@ -120,7 +129,10 @@ def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale, t_c) -> 
     g = x.grid
     has_rem = g.rem > 0
     mainloop = scale * (g.full_waves * full.rest + has_rem * last.rest)
-    epi = g.full_waves * full.epilogue + has_rem * last.epilogue
+    # every wave's epilogue, the kernel's last tile's without a next tile to hide its DRAM writes
+    final = np.where(has_rem, last.epilogue_end, full.epilogue_end)
+    epi = g.full_waves * full.epilogue + has_rem * last.epilogue - np.where(has_rem, last.epilogue, full.epilogue) \
+        + final
     red = g.full_waves * full.fixup + has_rem * last.fixup
     epi_off, red_off = E.split_k_overlap(x, full.epilogue, E.split_k_read(x, full.a))
     epi, red = epi - epi_off, red - red_off
@@ -129,7 +141,7 @@ def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale, t_c) -> 
     later_fills = np.where(has_rem, np.maximum(g.full_waves - 1, 0) * exposed_full
                            + (g.full_waves > 0) * exposed_last,
                            np.maximum(g.full_waves - 1, 0) * exposed_full)
-    overlap = E.pingpong_overlap(x, full.epilogue, np.where(has_rem, last.epilogue, full.epilogue), t_c)
+    overlap = E.pingpong_overlap(x, full.epilogue, final, t_c, full.writes.backlog)
     if overlap is not None:
         epi, later_fills = np.where(overlap.on, overlap.epilogue, epi), np.where(overlap.on, 0.0, later_fills)
     fill_p = scale * (first.fill + later_fills)
@@ -138,7 +150,7 @@ def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale, t_c) -> 
         "init_us": np.asarray(x.t_init_us, dtype=np.float64),
         "fill_us": np.where(x.persistent, fill_p, fill_np),
         "mainloop_us": mainloop,
-        "epilogue_us": epi + store_drain(x, np.where(has_rem, last.a_out, full.a_out)),
+        "epilogue_us": epi + store_drain(x, np.where(has_rem, last.writes.d, full.writes.d)),
         "reduction_us": red,
         "overhead_us": np.where(x.persistent, g.n_waves * x.c.tile_overhead_us, g.n_waves * x.c.cta_launch_us)
         + E.cluster_sync(x, g.n_waves),

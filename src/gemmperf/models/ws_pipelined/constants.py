@@ -74,6 +74,10 @@ class PipelinedConstants:
     dram_eff_bytes_per_us: float = _const(
         of_dram(0.9), "B/us", "achievable whole-GPU DRAM rate, shared by the CTAs of a wave", 5e5, 2e7,
         scales_with="dram")
+    dram_write_bytes_per_us: float = _const(
+        of_dram(0.75), "B/us", "whole-GPU rate at which a GEMM's stores of C reach DRAM (benchmarks/store_probe.py: "
+        "2.5 TB/s on the H100 with TMA stores, 0.75 of the datasheet rate; a 2 GiB memset 3.25 TB/s)", 5e5, 2e7,
+        fit=False, scales_with="dram")
     l2_bytes_per_us: float = _const(
         of_dram(2.0), "B/us", "whole-GPU rate at which the L2 serves load requests", 1e6, 5e7, scales_with="l2")
     smem_bytes_per_us: float = _const(
@@ -130,6 +134,9 @@ class PipelinedConstants:
         fixed(2.0), "CTAs", "launch-order distance over which simultaneous panel reads merge in L2", 0.1, 64.0)
     one_wg_math_share: float = _const(
         fixed(0.9), "share", "tensor-core busy share one consumer warpgroup sustains (64-row tiles)", 0.25, 1.0)
+    l2_write_buffer_fraction: float = _const(
+        fixed(0.25), "share", "share of the L2 that holds C's written lines before they must leave for DRAM "
+        "(benchmarks/store_probe.py's 60 runs are predicted best at 0.125-0.25)", 0.0, 1.0, fit=False)
     l2_effective_fraction: float = _const(
         fixed(0.5), "share", "share of the L2 that holds a CTA's near data (one partition)", 0.05, 1.0, fit=False)
     partial_write_bytes_per_us: float = _const(

@@ -371,17 +371,48 @@ def epilogue_threads(x: Inputs):
     return x.c.epilogue_acc_us * wg_rows * x.tile_n / 128.0
 
 
-def tma_store(x: Inputs, direct, out_tile):
+class Writes(NamedTuple):
+    d: np.ndarray  # the wave's stores of C at the DRAM's write rate, less its share of the L2's buffer
+    backlog: np.ndarray  # what of them the next tile's K loop does not hide
+    end: np.ndarray  # the same for the kernel's last tile, which no next tile hides
+
+
+def dram_writes(x: Inputs, a, t_c) -> Writes:
+    """The time a wave's tiles of C take to reach DRAM, and what of it is exposed. Stores,
+    from registers or by TMA, do not wait for DRAM: they drain behind the next tile's main
+    loop (at least S*Tc), and the L2 holds up to a share f of itself of written lines
+    before they must leave, spread over the kernel's W waves:
+        D(a) = (a*TM*TN*ob - f*L2 / W) / dram_write_bytes_per_us,   backlog(a) = D(a) - S*Tc,
+    (f = l2_write_buffer_fraction); the last tile's stores have no next tile: the direct
+    epilogue waits for all of D, the TMA-store one drains it after (compose.store_drain),
+    so end = D or nothing. A kernel with little K and a large C runs at the write rate
+    whatever its epilogue (benchmarks/store_probe.py: one k-block, C of 34-400 MB, TMA
+    stores at 2.5 TB/s on the H100). Off: every tile's stores at the load rate, none
+    hidden, D = backlog = end = a*TM*TN*ob / dram_eff_bytes_per_us."""
+    out_tile = x.tile_m * x.tile_n * x.out_bytes
+    if not x.on.dram_writes:
+        d = a * out_tile / x.c.dram_eff_bytes_per_us
+        return Writes(d=d, backlog=d, end=d)
+    buffer = x.c.l2_write_buffer_fraction * x.l2_bytes / np.maximum(x.grid.n_waves, 1)
+    d = (a * out_tile - buffer) / x.c.dram_write_bytes_per_us
+    staged = (x.epilogue == 1) & x.on.tma_store  # the TMA-store epilogue (tma_store)
+    return Writes(d=d, backlog=d - x.grid.k_blocks * t_c, end=np.where(staged, -np.inf, d))
+
+
+def tma_store(x: Inputs, direct, out_tile, backlog):
     """The TMA-store epilogue: the consumers write the tile to a shared-memory staging
     buffer and hand it to the copy engine, which stores it while they go on with the next
     tile, so a tile's exposed epilogue is
-        E_tma = tma_epilogue_us + TM*TN*ob / smem_bytes_per_us
-    (its own fixed cost, which waits for no global store, and the staging writes); the
-    stores drain behind the next tile (compose.store_drain adds the last tile's).
+        E_tma = max(tma_epilogue_us + TM*TN*ob / smem_bytes_per_us, backlog)
+    (its own fixed cost, which waits for no global store, and the staging writes, or the
+    DRAM writes the next tile does not hide, ``dram_writes``); the stores drain behind the
+    next tile (compose.store_drain adds the last tile's).
     Off, or with the direct epilogue: ``direct`` (compose.epilogue)."""
     if not x.on.tma_store:
         return direct
     staged = x.c.tma_epilogue_us + out_tile / x.c.smem_bytes_per_us
+    if x.on.dram_writes:
+        staged = np.maximum(staged, backlog)
     return np.where(x.epilogue == 1, staged, direct)
 
 
@@ -390,13 +421,14 @@ class Overlap(NamedTuple):
     epilogue: np.ndarray  # the kernel's exposed epilogue time on those rows
 
 
-def pingpong_overlap(x: Inputs, e_full, e_final, t_c):
+def pingpong_overlap(x: Inputs, e_full, e_final, t_c, backlog):
     """Ping-pong consumers on a persistent grid: the two consumer warpgroups take turns
     with whole tiles, so a tile's epilogue runs while the other warpgroup's main loop of
     the next tile keeps the tensor cores busy (at least S*Tc), and the producer fills the
     next tile's ring meanwhile; both warpgroups may be in their epilogues at once, so two
     tiles take max(2*S*Tc, S*Tc + E). Of a CTA's n tiles (W waves), all but the last hide
-        exposed epilogue = (W - 1) * max(E - S*Tc, 0) / 2 + E_last,   later fills = 0.
+        exposed epilogue = (W - 1) * max(max(E - S*Tc, 0) / 2, backlog) + E_last,   later fills = 0
+    (the DRAM writes, ``dram_writes``, bound every tile whichever warpgroup stores it).
     (S*Tc and not the pipelined loop: the hiding is bounded by the math, which keeps the
     ring depth out of it.) Non-persistent ping-pong runs one tile a CTA: nothing to
     overlap. Off, or cooperative: None (compose keeps the cooperative terms)."""
@@ -404,6 +436,8 @@ def pingpong_overlap(x: Inputs, e_full, e_final, t_c):
         return None
     on = (x.schedule == 1) & x.persistent
     hidden = 0.5 * np.maximum(e_full - x.grid.k_blocks * t_c, 0.0)
+    if x.on.dram_writes:
+        hidden = np.maximum(hidden, backlog)
     return Overlap(on=on, epilogue=np.maximum(x.grid.n_waves - 1, 0) * hidden + e_final)
 
 

@@ -39,6 +39,7 @@ class Switches:
     split_k_overlap: bool = True
     stream_k_offsets: bool = True
     oob_multicast: bool = True
+    dram_writes: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
