@@ -4,7 +4,9 @@ leaves at about 2.5 TB/s with TMA stores (0.75 of the datasheet DRAM rate, under
 3.2 TB/s of a plain memset) and about 1.45 TB/s with the direct epilogue's stores, with
 no gain while C fits in the 50 MB L2 (benchmarks/MODEL_ACCURACY.md)."""
 
+import argparse
 import csv
+import sys
 from pathlib import Path
 
 from gemmperf.hardware import get_gpu
@@ -44,3 +46,22 @@ def test_the_h100_run_is_verified_and_c_reaches_dram_at_the_write_rate():
         assert rate[(config, 1024, 16384)] < 1.1 * max(big)  # C of 34 MB: no faster for fitting in L2
     direct = [rate[("128x256 cooperative direct", m, n)] for m in (8192, 12288) for n in (16384, 16336)]
     assert all(1.35 < x < 1.6 for x in direct)
+
+
+def test_main_measures_every_run_and_writes_the_dram_rates_last(tmp_path, monkeypatch, capsys):
+    """main() on a stand-in Measurer, its memset and copy timing stood in too: every run
+    once, then the two DRAM rates as rows of their own, and the rates of C per size."""
+    probes = load_script(ROOT / "benchmarks" / "probes.py", "probes")
+    gpu = get_gpu("h100-sxm5-80gb")
+    out = tmp_path / "runs.csv"
+    meas = lambda task: {"status": "ok", "time_us": task["m"] * task["n"] * 2 / 2.5e6}  # 2.5 TB/s of C
+    monkeypatch.setattr(probes, "start", lambda doc, argv=None: (argparse.Namespace(out=str(out)), gpu, meas))
+    monkeypatch.setitem(sys.modules, "probes", probes)
+    probe = load_script(ROOT / "benchmarks" / "store_probe.py")
+    monkeypatch.setattr(probe, "dram_rates", lambda: {"write_TBps": 3.25, "copy_TBps": 3.0})
+    assert probe.main([]) == 0
+    rows = list(csv.DictReader(open(out)))
+    assert len(rows) == 62 and [r["config"] for r in rows[-2:]] == ["dram write_TBps", "dram copy_TBps"]
+    assert all(abs(float(r["c_mb"]) / float(r["time_us"]) - 2.5) < 0.01 for r in rows[:60])
+    printed = capsys.readouterr().out
+    assert "write-only 3.250 TB/s, copy 3.000 TB/s" in printed and printed.count("N=16336: ") == 3
