@@ -10,15 +10,17 @@ import argparse
 import csv
 
 
-def start(doc: str, argv=None):
-    """(arguments, GPU, Measurer) of a probe: ``--out`` (a CSV of every run, optional),
-    the local GPU probed, a Measurer that verifies full-mode runs and times each for up to
-    a second."""
+def start(doc: str, argv=None, flags: dict | None = None):
+    """(arguments, GPU, Measurer) of a probe: ``--out`` (a CSV of every run, optional) and
+    the on/off ``flags`` (name -> help), the local GPU probed, a Measurer that verifies
+    full-mode runs and times each for up to a second."""
     from gemmperf.bench.measure import Measurer
     from gemmperf.hardware import probe
 
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--out", default=None, help="CSV of every run")
+    for name, text in (flags or {}).items():
+        ap.add_argument(f"--{name}", action="store_true", help=text)
     args = ap.parse_args(argv)
     gpu = probe(0)
     return args, gpu, Measurer(gpu, max_seconds=1.0)

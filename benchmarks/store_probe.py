@@ -11,9 +11,12 @@ lines) and N = 16336 (C's row pitch 32 bytes past a line), with 128x256 tiles
 persistent, 4 stages; every run verified against float64 as in a sweep. Besides them it
 times a write-only fill of 2 GiB (cuMemsetD32Async), the DRAM's own write rate, next to
 the 2 GiB copy the microbenchmarks time. It prints the rate of C written per run and
-both DRAM rates. A GPU-side script: numpy + cuda-python only.
+both DRAM rates. With ``--k-sweep`` it times instead one C of 201 MB (6144 x 16384) over
+K of 1 to 32 k-blocks, both 128x256 epilogues: how much K loop hides the stores (the
+model's dram_writes: a wave's writes drain behind the next tile's K loop). A GPU-side
+script: numpy + cuda-python only.
 
-    PYTHONPATH=src python3 benchmarks/store_probe.py [--out probe.csv]
+    PYTHONPATH=src python3 benchmarks/store_probe.py [--out probe.csv] [--k-sweep]
 """
 
 from __future__ import annotations
@@ -29,20 +32,20 @@ CONFIGS = (  # (tile_m, tile_n, schedule, epilogue)
     (128, 128, "pingpong", "tma"),
 )
 FILL_BYTES = 1 << 31
+KS = (64, 128, 256, 512, 1024, 2048)  # --k-sweep: 1 to 32 k-blocks at M x N = 6144 x 16384
 
 
-def tasks() -> list[dict]:
+def tasks(k_sweep: bool = False) -> list[dict]:
     """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration)."""
     from gemmperf.problem import KernelConfig
 
     out = []
-    for tile_m, tile_n, schedule, epilogue in CONFIGS:
+    for tile_m, tile_n, schedule, epilogue in CONFIGS[:2] if k_sweep else CONFIGS:
         cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64, stages=4,
                            cluster_m=1, cluster_n=1, persistent=True, raster="grouped", schedule=schedule,
                            epilogue=epilogue)
-        for n in NS:
-            for m in MS:
-                out.append({"m": m, "n": n, "k": K, **cfg.as_dict()})
+        shapes = [(6144, 16384, k) for k in KS] if k_sweep else [(m, n, K) for n in NS for m in MS]
+        out += [{"m": m, "n": n, "k": k, **cfg.as_dict()} for m, n, k in shapes]
     return out
 
 
@@ -69,10 +72,16 @@ def dram_rates() -> dict:
 def main(argv=None) -> int:
     from probes import run, start, write_csv
 
-    a, gpu, meas = start(__doc__, argv)
-    rows = run(a, gpu, meas, tasks(), lambda t: {
+    a, gpu, meas = start(__doc__, argv, {"k-sweep": "one C over K of 1 to 32 k-blocks"})
+    rows = run(a, gpu, meas, tasks(a.k_sweep), lambda t: {
         "config": f"{t['tile_m']}x{t['tile_n']} {t['schedule']} {t['epilogue']}", "m": t["m"], "n": t["n"],
-        "c_mb": round(t["m"] * t["n"] * 2 / 1e6, 2)})
+        "k": t["k"], "c_mb": round(t["m"] * t["n"] * 2 / 1e6, 2)})
+    if a.k_sweep:
+        print("\nus by K (k-blocks), C of 201 MB; TB/s of C written")
+        for config in dict.fromkeys(r["config"] for r in rows):
+            print(f"{config}: " + " ".join(f"{r['k'] // 64}:{r['time_us']:.1f} ({r['c_mb'] / r['time_us']:.2f})"
+                                            for r in rows if r["config"] == config and r["status"] == "ok"))
+        return 0
     rates = dram_rates()
     if a.out:
         write_csv(a.out, rows + [{"config": f"dram {k}", "status": "ok", "reason": f"{v:.3f}"}

@@ -28,6 +28,11 @@ def test_the_runs_are_legal_and_distinct():
         assert run["k"] == run["tile_k"]  # one k-block: the stores are most of the kernel
     # N = 16336: C's rows (32672 bytes) start 32 bytes past a 128-byte line every other row
     assert {r["n"] * 2 % 128 for r in runs} == {0, 32}
+    sweep = probe.tasks(k_sweep=True)  # one C, 1 to 32 k-blocks, both 128x256 epilogues
+    assert len(sweep) == len({tuple(sorted(r.items())) for r in sweep}) == 12
+    assert {(r["m"], r["n"]) for r in sweep} == {(6144, 16384)} and {r["epilogue"] for r in sweep} == {"tma", "direct"}
+    for run in sweep:
+        assert check_legal(KernelConfig(**{k: v for k, v in run.items() if k not in ("m", "n", "k")}), gpu) is None
 
 
 def test_the_h100_run_is_verified_and_c_reaches_dram_at_the_write_rate():
@@ -55,7 +60,8 @@ def test_main_measures_every_run_and_writes_the_dram_rates_last(tmp_path, monkey
     gpu = get_gpu("h100-sxm5-80gb")
     out = tmp_path / "runs.csv"
     meas = lambda task: {"status": "ok", "time_us": task["m"] * task["n"] * 2 / 2.5e6}  # 2.5 TB/s of C
-    monkeypatch.setattr(probes, "start", lambda doc, argv=None: (argparse.Namespace(out=str(out)), gpu, meas))
+    monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags=None:
+                        (argparse.Namespace(out=str(out), k_sweep=False), gpu, meas))
     monkeypatch.setitem(sys.modules, "probes", probes)
     probe = load_script(ROOT / "benchmarks" / "store_probe.py")
     monkeypatch.setattr(probe, "dram_rates", lambda: {"write_TBps": 3.25, "copy_TBps": 3.0})
