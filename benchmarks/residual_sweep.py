@@ -69,7 +69,7 @@ def main(argv=None) -> int:
         print(f"--variants: unknown {', '.join(unknown)}; known: {', '.join(VARIANTS)}", file=sys.stderr)
         return 2
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    sys.path.insert(0, str(ROOT / "src"))
+    _use_src()
     import polars as pl
     from accuracy_protocol import SEALED, measurement_files
 

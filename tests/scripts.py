@@ -1,4 +1,5 @@
-"""Load a script of benchmarks/ as a module, for tests of its functions."""
+"""Load a script of benchmarks/ as a module, for tests of its functions; check a GPU
+probe's runs."""
 
 from __future__ import annotations
 
@@ -12,3 +13,22 @@ def load_script(path: Path, name: str | None = None):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def config_of(run: dict):
+    """The KernelConfig of a probe's task row (its other keys, m, n, k and labels, left out)."""
+    from gemmperf.problem import KernelConfig
+
+    return KernelConfig(**{k: v for k, v in run.items() if k in KernelConfig.__dataclass_fields__})
+
+
+def refused(runs: list[dict], gpu) -> list[tuple[dict, str]]:
+    """(run, why) for every run of ``runs`` whose configuration ``gpu`` cannot run."""
+    from gemmperf.kernels import check_legal
+
+    return [(run, why) for run in runs if (why := check_legal(config_of(run), gpu)) is not None]
+
+
+def distinct(runs: list[dict]) -> int:
+    """How many different runs ``runs`` holds."""
+    return len({tuple(sorted(r.items())) for r in runs})

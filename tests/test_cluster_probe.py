@@ -7,11 +7,9 @@ from pathlib import Path
 import pytest
 
 from gemmperf.hardware import get_gpu
-from gemmperf.kernels import check_legal
 from gemmperf.models import ws_pipelined as W
 from gemmperf.params import ParamSet
-from gemmperf.problem import KernelConfig
-from scripts import load_script
+from scripts import config_of, load_script, refused
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "benchmarks" / "results" / "cluster_probe" / "cluster_probe_h100_2026-11-26.csv"
@@ -22,9 +20,9 @@ def test_every_run_is_legal_and_tiles_the_grid_exactly():
     gpu = get_gpu("h100-sxm5-80gb")
     runs = probe.tasks(gpu)
     assert len(runs) == len(probe.CLUSTERS) * len(probe.MODES) * len(probe.WAVES) * 2
+    assert not refused(runs, gpu)
     for run in runs:
-        cfg = KernelConfig(**{k: v for k, v in run.items() if k not in ("m", "n", "k", "waves")})
-        assert check_legal(cfg, gpu) is None
+        cfg = config_of(run)
         tiles = (run["m"] // 128) * (run["n"] // 128)
         assert tiles == gpu.sms * run["waves"] and (run["n"] // 128) % cfg.cluster_n == 0
 
