@@ -13,10 +13,15 @@ times a write-only fill of 2 GiB (cuMemsetD32Async), the DRAM's own write rate, 
 the 2 GiB copy the microbenchmarks time. It prints the rate of C written per run and
 both DRAM rates. With ``--k-sweep`` it times instead one C of 201 MB (6144 x 16384) over
 K of 1 to 32 k-blocks, both 128x256 epilogues: how much K loop hides the stores (the
-model's dram_writes: a wave's writes drain behind the next tile's K loop). A GPU-side
+model's dram_writes: a wave's writes drain behind the next tile's K loop). With
+``--pitch`` it times C's rows off their 32-byte sectors instead: N = 16328 (a row pitch
+of 32656 bytes: every other row starts 16 bytes into a sector) and N = 16321 (the same
+pitch, pad_n, its last tile column 193 of 256 columns wide, 65 of 128), one k-block, C
+from 34 to 400 MB, the same three configurations (on the development data the TMA-store
+epilogue of store-bound N % 8 != 0 shapes ran 0.9x the model, aligned ones 0.97x). A GPU-side
 script: numpy + cuda-python only.
 
-    PYTHONPATH=src python3 benchmarks/store_probe.py [--out probe.csv] [--k-sweep]
+    PYTHONPATH=src python3 benchmarks/store_probe.py [--out probe.csv] [--k-sweep | --pitch]
 """
 
 from __future__ import annotations
@@ -33,9 +38,11 @@ CONFIGS = (  # (tile_m, tile_n, schedule, epilogue)
 )
 FILL_BYTES = 1 << 31
 KS = (64, 128, 256, 512, 1024, 2048)  # --k-sweep: 1 to 32 k-blocks at M x N = 6144 x 16384
+PITCH_MS = (1024, 4096, 8192, 12288)  # --pitch: C of 34 to 400 MB
+PITCH_NS = (16328, 16321)  # rows 16 bytes off a sector; the same pitch with an odd N
 
 
-def tasks(k_sweep: bool = False) -> list[dict]:
+def tasks(k_sweep: bool = False, pitch: bool = False) -> list[dict]:
     """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration)."""
     from gemmperf.problem import KernelConfig
 
@@ -44,7 +51,10 @@ def tasks(k_sweep: bool = False) -> list[dict]:
         cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64, stages=4,
                            cluster_m=1, cluster_n=1, persistent=True, raster="grouped", schedule=schedule,
                            epilogue=epilogue)
-        shapes = [(6144, 16384, k) for k in KS] if k_sweep else [(m, n, K) for n in NS for m in MS]
+        if k_sweep:
+            shapes = [(6144, 16384, k) for k in KS]
+        else:
+            shapes = [(m, n, K) for n in (PITCH_NS if pitch else NS) for m in (PITCH_MS if pitch else MS)]
         out += [{"m": m, "n": n, "k": k, **cfg.as_dict()} for m, n, k in shapes]
     return out
 
@@ -72,8 +82,9 @@ def dram_rates() -> dict:
 def main(argv=None) -> int:
     from probes import run, start, write_csv
 
-    a, gpu, meas = start(__doc__, argv, {"k-sweep": "one C over K of 1 to 32 k-blocks"})
-    rows = run(a, gpu, meas, tasks(a.k_sweep), lambda t: {
+    a, gpu, meas = start(__doc__, argv, {"k-sweep": "one C over K of 1 to 32 k-blocks",
+                                         "pitch": "C's rows off their 32-byte sectors"})
+    rows = run(a, gpu, meas, tasks(a.k_sweep, a.pitch), lambda t: {
         "config": f"{t['tile_m']}x{t['tile_n']} {t['schedule']} {t['epilogue']}", "m": t["m"], "n": t["n"],
         "k": t["k"], "c_mb": round(t["m"] * t["n"] * 2 / 1e6, 2)})
     if a.k_sweep:
@@ -81,6 +92,13 @@ def main(argv=None) -> int:
         for config in dict.fromkeys(r["config"] for r in rows):
             print(f"{config}: " + " ".join(f"{r['k'] // 64}:{r['time_us']:.1f} ({r['c_mb'] / r['time_us']:.2f})"
                                             for r in rows if r["config"] == config and r["status"] == "ok"))
+        return 0
+    if a.pitch:
+        print("\nTB/s of C written, by C size (MB), rows 16 bytes off a sector")
+        for config in dict.fromkeys(r["config"] for r in rows):
+            for n in PITCH_NS:
+                print(f"{config} N={n}: " + " ".join(f"{r['c_mb']:.0f}:{r['c_mb'] / r['time_us']:.2f}" for r in rows
+                                                   if (r["config"], r["n"]) == (config, n) and r["status"] == "ok"))
         return 0
     rates = dram_rates()
     if a.out:  # again, with the DRAM rates: run() wrote the kernels' rows before their timing

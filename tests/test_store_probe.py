@@ -10,10 +10,12 @@ import sys
 from pathlib import Path
 
 from gemmperf.hardware import get_gpu
+from gemmperf.kernels.family import pad_n
 from scripts import distinct, load_script, refused
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "benchmarks" / "results" / "store_probe" / "store_probe_h100_2026-11-27.csv"
+PITCH = ROOT / "benchmarks" / "results" / "store_probe" / "store_probe_pitch_h100_2026-11-27.csv"
 
 
 def test_the_runs_are_legal_and_distinct():
@@ -28,6 +30,9 @@ def test_the_runs_are_legal_and_distinct():
     sweep = probe.tasks(k_sweep=True)  # one C, 1 to 32 k-blocks, both 128x256 epilogues
     assert distinct(sweep) == len(sweep) == 12 and not refused(sweep, gpu)
     assert {(r["m"], r["n"]) for r in sweep} == {(6144, 16384)} and {r["epilogue"] for r in sweep} == {"tma", "direct"}
+    pitch = probe.tasks(pitch=True)  # C's rows 16 bytes off a sector: N = 16328 and the odd N = 16321 padded to it
+    assert distinct(pitch) == len(pitch) == 24 and not refused(pitch, gpu)
+    assert {r["n"] for r in pitch} == {16328, 16321} and {pad_n(r["n"]) * 2 % 32 for r in pitch} == {16}
 
 
 def test_the_h100_run_is_verified_and_c_reaches_dram_at_the_write_rate():
@@ -48,6 +53,28 @@ def test_the_h100_run_is_verified_and_c_reaches_dram_at_the_write_rate():
     assert all(1.35 < x < 1.6 for x in direct)
 
 
+def test_rows_off_their_sectors_slow_the_tma_stores_not_the_direct_ones():
+    """The --pitch run (lent H100): C's rows 16 bytes off a sector every other row cost the
+    TMA-store epilogue a third of its write rate from C = 134 MB on (1.4-1.75 TB/s against
+    2.5), the same with an odd N padded to that pitch; the direct epilogue's stores, bound
+    by the threads' issue, keep their 1.3-1.5 TB/s."""
+    def rates(path):
+        with open(path) as f:
+            return {(r["config"], int(r["m"]), int(r["n"])): float(r["c_mb"]) / float(r["time_us"])
+                    for r in csv.DictReader(f) if r["m"] and r["status"] == "ok"}
+
+    aligned, off = rates(RUN), rates(PITCH)
+    assert len(off) == 24
+    for config in ("128x256 cooperative tma", "128x128 pingpong tma"):
+        for m in (4096, 8192, 12288):
+            for n in (16328, 16321):
+                assert off[(config, m, n)] < 0.75 * aligned[(config, m, 16384)], (config, m, n)
+    for m in (1024, 4096, 8192, 12288):
+        for n in (16328, 16321):
+            direct = "128x256 cooperative direct"
+            assert abs(off[(direct, m, n)] / aligned[(direct, m, 16384)] - 1) < 0.05
+
+
 def test_main_measures_every_run_and_writes_the_dram_rates_last(tmp_path, monkeypatch, capsys):
     """main() on a stand-in Measurer, its memset and copy timing stood in too: every run
     once, then the two DRAM rates as rows of their own, and the rates of C per size."""
@@ -56,7 +83,7 @@ def test_main_measures_every_run_and_writes_the_dram_rates_last(tmp_path, monkey
     out = tmp_path / "runs.csv"
     meas = lambda task: {"status": "ok", "time_us": task["m"] * task["n"] * 2 / 2.5e6}  # 2.5 TB/s of C
     monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags=None:
-                        (argparse.Namespace(out=str(out), k_sweep=False), gpu, meas))
+                        (argparse.Namespace(out=str(out), k_sweep=False, pitch=False), gpu, meas))
     monkeypatch.setitem(sys.modules, "probes", probes)
     probe = load_script(ROOT / "benchmarks" / "store_probe.py")
     monkeypatch.setattr(probe, "dram_rates", lambda: {"write_TBps": 3.25, "copy_TBps": 3.0})
