@@ -176,6 +176,11 @@ def test_a_large_c_reaches_dram_at_the_write_rate_whatever_the_epilogue():
         assert floor < t < 1.3 * floor, extra
     # the model before dram_writes let TMA stores drain unbounded behind the next tile
     assert W.predict(_big(**big, epilogue="tma"), PS, dram_writes=False)["predicted_us"][0] < 0.75 * floor
+    # such a kernel is write bound, and says so (without dram_writes nothing bounds its writes)
+    assert W.predict(_big(**big, epilogue="tma"), PS)["limiter"][0] == "writes"
+    assert W.predict(_big(**big, epilogue="tma"), PS, dram_writes=False)["limiter"][0] != "writes"
+    # a long K loop hides the writes: the same C with 64 k-blocks is not write bound
+    assert W.predict(_big(m=12288, n=16384, k=4096, epilogue="tma"), PS)["limiter"][0] != "writes"
     # with a long K loop the next tile hides the stores: the write rate enters only the
     # last tile's, which nothing follows (one wave's tiles at the write rate at most)
     slow = C.with_values(PS, "ws-hopper", "bf16", {"dram_write_bytes_per_us": 0.5 * k.dram_write_bytes_per_us})
@@ -316,7 +321,7 @@ def test_stored_constants_override_defaults_and_old_extra_files_load(tmp_path):
 
 
 def test_limiter_names_and_scalar_inputs_broadcast():
-    assert W.LIMITERS == ("load", "l2", "math", "smem", "latency", "epilogue")
+    assert W.LIMITERS == ("load", "l2", "math", "smem", "latency", "epilogue", "writes")
     assert [W.LIMITERS[int(x)] for x in W.Limiter] == [x.name.lower() for x in W.Limiter]
     df = rows(m=[4096, 64], n=[4096, 8192], k=[4096, 8192])
     _, arr = W.prepare(df, PS)

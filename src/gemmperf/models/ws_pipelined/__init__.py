@@ -100,7 +100,8 @@ values stored in ``Params.constants`` over the descriptor defaults (``constants_
 
 Limiter (``Limiter``; the column holds its lower-case name) of the first wave's steady
 state: "load" (x, DRAM term), "l2" (x, L2 term), "math", "smem", "latency" (the
-(lat + x + Tc)/B term), "epilogue" (E exceeds the loop).
+(lat + x + Tc)/B term), "epilogue" (E exceeds the loop), "writes" (E exceeds the loop
+for the DRAM writes of C it waits on, dram_writes' backlog).
 Columns: predicted_us, limiter, init_us, fill_us, mainloop_us, epilogue_us,
 reduction_us (split-K's and stream-K's partial writes, arrivals and fix-up reads),
 overhead_us (predicted_us is their sum), full_periods and last_periods (the K loops'

@@ -22,6 +22,7 @@ class Limiter(IntEnum):
     SMEM = 3  # shared-memory bandwidth (Tc = T_SMEM)
     LATENCY = 4  # the ring's latency term (lat_ring + lat_oob + x + Tc) / B
     EPILOGUE = 5  # the epilogue exceeds the tile's K loop
+    WRITES = 6  # the epilogue exceeds the tile's K loop because C's stores wait for DRAM (dram_writes' backlog)
 
 
 LIMITERS = tuple(limiter.name.lower() for limiter in Limiter)
@@ -193,7 +194,10 @@ def limiter(x: Inputs, first: Wave, t_c, t_math, t_smem):
     mem_or = np.where(np.maximum(first.t_load, zero) >= np.maximum(t_c, lat_term), load,
                       np.where(t_c >= lat_term, core, Limiter.LATENCY))
     loop_first = first.fill + (x.grid.k_blocks - 1) * first.period + t_c
-    return np.where(first.epilogue + first.fixup > loop_first, Limiter.EPILOGUE, mem_or).astype(np.int8)
+    over = first.epilogue + first.fixup > loop_first
+    # bound by the writes: the tile's epilogue is longer for the DRAM writes it waits on
+    writes = over & x.on.dram_writes & (epilogue(x, first.writes.backlog) > epilogue(x, -np.inf))
+    return np.select([writes, over], [Limiter.WRITES, Limiter.EPILOGUE], mem_or).astype(np.int8)
 
 
 def evaluate(*, model_options: dict | None = None, grid: Grid | None = None, **named) -> dict[str, np.ndarray]:
