@@ -10,10 +10,14 @@ depth from 2 up to the deepest the shared memory holds, for 128x64, 128x128, 128
 overhanging M or N, K = 8192 (TK = 64: 128 k-blocks), with 32 CTAs (one tile row, 32
 tiles) and with a full wave of 132, so the per-k-block time shows how many loads a ring
 of B slots keeps in flight. Each run is verified against float64 as in a sweep. It prints
-the time per k-block, by tile and CTAs, the ring depths across. A GPU-side script: numpy +
-cuda-python only.
+the time per k-block, by tile and CTAs, the ring depths across. With ``--schedules`` it
+times instead the rings of clusters and of ping-pong consumers: 128x64 and 128x128 tiles,
+clusters 1x1, 2x1, 1x2 and 2x2 (a cluster of cm x cn CTAs takes cm tile rows: M = cm*TM),
+cooperative and ping-pong, the same CTA counts and depths (a cluster shares every
+multicast slot; ping-pong's two consumers take turns with whole tiles). A GPU-side
+script: numpy + cuda-python only.
 
-    PYTHONPATH=src python3 benchmarks/ring_depth_probe.py [--out probe.csv]
+    PYTHONPATH=src python3 benchmarks/ring_depth_probe.py [--out probe.csv] [--schedules]
 """
 
 from __future__ import annotations
@@ -25,42 +29,55 @@ STAGES = (2, 3, 4, 5, 6, 7, 8)
 CTAS = (32, 132)  # one tile row of 32 tiles; a full wave on the H100
 K = 8192
 TILE_K = 64
+SCHEDULE_TILES = ((128, 64), (128, 128))  # --schedules
+CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
+SCHEDULES = ("cooperative", "pingpong")
 
 
-def tasks() -> list[dict]:
+def tasks(schedules: bool = False) -> list[dict]:
     """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration); ring
-    depths the H100's shared memory cannot hold are left out."""
+    depths the H100's shared memory cannot hold are left out. ``schedules``: the clusters'
+    and ping-pong's rings (SCHEDULE_TILES x CTAS x CLUSTERS x SCHEDULES x STAGES)."""
     from gemmperf.hardware import get_gpu
     from gemmperf.kernels import check_legal
     from gemmperf.problem import KernelConfig
 
     gpu = get_gpu("h100-sxm5-80gb")
+    kinds = [(c, s) for c in CLUSTERS for s in SCHEDULES] if schedules else [((1, 1), "cooperative")]
     out = []
-    for tile_m, tile_n in TILES:
+    for tile_m, tile_n in SCHEDULE_TILES if schedules else TILES:
         for ctas in CTAS:
-            for stages in STAGES:
-                cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=TILE_K,
-                                   stages=stages, cluster_m=1, cluster_n=1, persistent=True, schedule="cooperative",
-                                   epilogue="tma")
-                if check_legal(cfg, gpu) is None:
-                    out.append({"m": tile_m, "n": ctas * tile_n, "k": K, **cfg.as_dict()})
+            for (cm, cn), schedule in kinds:
+                for stages in STAGES:
+                    cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n,
+                                       tile_k=TILE_K, stages=stages, cluster_m=cm, cluster_n=cn, persistent=True,
+                                       schedule=schedule, epilogue="tma")
+                    if check_legal(cfg, gpu) is None:  # cm tile rows, ctas / cm tile columns
+                        out.append({"m": cm * tile_m, "n": ctas // cm * tile_n, "k": K, **cfg.as_dict()})
     return out
+
+
+def label(task: dict, schedules: bool) -> dict:
+    """The columns that name a run: tile, CTAs, M, N, stages (and with ``schedules`` the
+    cluster and the schedule)."""
+    ctas = task["m"] // task["tile_m"] * (task["n"] // task["tile_n"])
+    kind = {"cluster": f"{task['cluster_m']}x{task['cluster_n']}", "schedule": task["schedule"]} if schedules else {}
+    return {"tile": f"{task['tile_m']}x{task['tile_n']}", "ctas": ctas, **kind, "m": task["m"], "n": task["n"],
+            "stages": task["stages"]}
 
 
 def main(argv=None) -> int:
     from probes import run, start
 
-    a, gpu, meas = start(__doc__, argv)
+    a, gpu, meas = start(__doc__, argv, {"schedules": "the rings of clusters and ping-pong consumers"})
     kblocks = -(-K // TILE_K)
-    rows = run(a, gpu, meas, tasks(), lambda t: {
-        "tile": f"{t['tile_m']}x{t['tile_n']}", "ctas": t["n"] // t["tile_n"], "m": t["m"], "n": t["n"],
-        "stages": t["stages"]})
+    rows = run(a, gpu, meas, tasks(a.schedules), lambda t: label(t, a.schedules))
     print(f"\nus per k-block ({kblocks} k-blocks), stages: time")
-    for tile_m, tile_n in TILES:
-        for ctas in CTAS:
-            t = [(r["stages"], r["time_us"] / kblocks) for r in rows if r["status"] == "ok"
-                 and (r["tile"], r["ctas"]) == (f"{tile_m}x{tile_n}", ctas)]
-            print(f"{tile_m}x{tile_n} CTAs={ctas:<3d} " + " / ".join(f"{s}: {x:.3f}" for s, x in t))
+    for name in dict.fromkeys(tuple(v for k, v in r.items() if k in ("tile", "ctas", "cluster", "schedule"))
+                              for r in rows):
+        t = [(r["stages"], r["time_us"] / kblocks) for r in rows if r["status"] == "ok"
+             and tuple(v for k, v in r.items() if k in ("tile", "ctas", "cluster", "schedule")) == name]
+        print(" ".join(str(v) for v in name) + "  " + " / ".join(f"{s}: {x:.3f}" for s, x in t))
     return 0
 
 

@@ -50,7 +50,8 @@ def test_a_probe_measures_every_run_once_and_writes_them_all(script, tmp_path, m
                 "sm_clock_end_mhz": 1980.0}
 
     out = tmp_path / "runs.csv"
-    monkeypatch.setattr(probes, "start", lambda doc, argv=None: (argparse.Namespace(out=str(out)), gpu, meas))
+    monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags=None: (
+        argparse.Namespace(out=str(out), **{name.replace("-", "_"): False for name in flags or {}}), gpu, meas))
     monkeypatch.setitem(sys.modules, "probes", probes)
     probe = load_script(ROOT / "benchmarks" / script)
     assert probe.main([]) == 0

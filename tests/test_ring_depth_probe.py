@@ -12,6 +12,7 @@ from scripts import distinct, load_script, refused
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_probe_h100_2026-11-27.csv"
+SCHEDULES = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_schedules_h100_2026-11-27.csv"
 
 
 def test_the_runs_are_legal_and_distinct():
@@ -23,6 +24,18 @@ def test_the_runs_are_legal_and_distinct():
         assert run["m"] == run["tile_m"] and run["n"] % run["tile_n"] == 0  # nothing overhangs
     # the deepest rings the shared memory holds: 8 for 64-row-wide B tiles, 4 for 128x256
     assert max(r["stages"] for r in runs if (r["tile_m"], r["tile_n"]) == (128, 256)) == 4
+
+
+def test_the_schedule_runs_are_legal_and_distinct_and_overhang_nothing():
+    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
+    gpu = get_gpu("h100-sxm5-80gb")
+    runs = probe.tasks(schedules=True)
+    assert distinct(runs) == len(runs) == 192 and not refused(runs, gpu)
+    kinds = {(r["cluster_m"], r["cluster_n"], r["schedule"]) for r in runs}
+    assert kinds == {(cm, cn, s) for cm, cn in probe.CLUSTERS for s in probe.SCHEDULES}
+    for run in runs:  # cm tile rows, whole clusters, the probe's CTA counts
+        assert run["m"] == run["cluster_m"] * run["tile_m"] and run["n"] % (run["cluster_n"] * run["tile_n"]) == 0
+        assert probe.label(run, True)["ctas"] in probe.CTAS
 
 
 def test_the_h100_run_is_verified_and_three_or_four_slots_lose_one():
@@ -37,3 +50,27 @@ def test_the_h100_run_is_verified_and_three_or_four_slots_lose_one():
         assert p2 < 0.85 * 2 * p3, tile  # two stages: faster than one load in flight
     # a full wave of 132 CTAs is bound by the shared bandwidth from four stages on
     assert abs(per_kblock[("128x64", 132, 8)] / per_kblock[("128x64", 132, 4)] - 1) < 0.1
+
+
+def test_the_schedule_run_is_verified_and_a_cluster_lengthens_the_round_trip():
+    """The --schedules run (lent H100): with 32 CTAs (latency-bound rings) a cluster of 2 or
+    4 adds about 0.15-0.25 us to a slot's round trip, at two stages (one load in flight) and
+    at three (over B - 1 = 2 slots); ping-pong's ring is the cooperative one (one tile a CTA)
+    up to four stages, deeper within 11% (2x2 clusters of 128x64 tiles: ping-pong faster);
+    at 132 CTAs 2x2 clusters run in two waves (30 resident), about twice 2x1's time."""
+    with open(SCHEDULES) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 192 and all(r["status"] == "ok" for r in rows)
+    t = {(r["tile"], int(r["ctas"]), r["cluster"], r["schedule"], int(r["stages"])): float(r["time_us"]) / 128
+         for r in rows}
+    for tile in ("128x64", "128x128"):
+        for cluster in ("2x1", "1x2", "2x2"):
+            lone, clustered = (t[(tile, 32, c, "cooperative", 2)] for c in ("1x1", cluster))
+            assert 0.12 < clustered - lone < 0.25, (tile, cluster)  # one round trip at B = 2
+            lone, clustered = (2 * t[(tile, 32, c, "cooperative", 3)] for c in ("1x1", cluster))
+            assert 0.05 < clustered - lone < 0.25, (tile, cluster)  # one round trip over B - 1 slots
+    for key, us in t.items():
+        if key[3] == "pingpong":
+            assert abs(us / t[(*key[:3], "cooperative", key[4])] - 1) < (0.04 if key[4] <= 4 else 0.12), key
+    for tile in ("128x64", "128x128"):
+        assert t[(tile, 132, "2x2", "cooperative", 2)] > 1.8 * t[(tile, 132, "2x1", "cooperative", 2)]
