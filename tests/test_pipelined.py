@@ -195,6 +195,27 @@ def test_a_large_c_reaches_dram_at_the_write_rate_whatever_the_epilogue():
         assert W.predict(one, slow)["predicted_us"][0] == W.predict(one, PS)["predicted_us"][0]
 
 
+def test_multicast_is_counted_once_in_the_dram_bytes():
+    # one tile row (M = TM), a full wave whose k-blocks the L2 holds (a short window): every
+    # CTA's A read but the first hits, so 1x2 clusters, which multicast A, save L2 requests
+    # and no DRAM bytes: their transfer per k-block is 1x1's (benchmarks/ring_depth_probe.py
+    # --schedules: 0.78 us a k-block both); counted among every CTA's reads the hit rate
+    # took A's hits off the halved requests again
+    one_row = dict(m=128, n=132 * 128, k=8192, tile_n=128, stages=6)
+    held = C.with_values(PS, "ws-hopper", "bf16", {"l2_window_kblocks": 1.0})
+    load = lambda df, **on: W.predict(df, held, **on)["stage_load_us"][0]  # noqa: E731
+    lone, pair = _big(**one_row), _big(**one_row, cluster_n=2)
+    assert load(pair) == pytest.approx(load(lone), rel=0.05)
+    assert load(pair, multicast_reads=False) < 0.8 * load(lone)
+    # counted once, a cluster's misses are never fewer than counted twice; without
+    # clusters nothing changes
+    for cm, cn in ((1, 1), (2, 1), (1, 2), (2, 2)):
+        for m in (128, 256, 1024, 4096):
+            df = _big(m=m, n=66 * 128, k=8192, tile_n=128, cluster_m=cm, cluster_n=cn)
+            on, off = load(df), load(df, multicast_reads=False)
+            assert on == off if cm * cn == 1 else on >= off, (cm, cn, m)
+
+
 def test_ring_latency_makes_deeper_rings_pay_on_load_bound_tiles():
     df = rows(m=[6144] * 2, n=[6144] * 2, k=[6144] * 2, tile_m=[64] * 2, tile_n=[64] * 2, stages=[4, 6],
               persistent=[True] * 2)

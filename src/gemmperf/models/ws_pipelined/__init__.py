@@ -73,6 +73,10 @@ assumption so its contribution shows):
   next tile's K loop and into the L2's buffer, so only what outlasts both is exposed,
   with either epilogue and schedule (off: each wave's stores at the load rate, none
   hidden, in the direct epilogue only).
+- ``multicast_reads``: the L2 hit rate is the share of the reads the L2 sees after
+  cluster multicast that hit, so a cluster's DRAM bytes are its misses, never below its
+  unique bytes (off: the share among every CTA's reads, applied to the multicast-reduced
+  requests: multicast counted twice).
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and

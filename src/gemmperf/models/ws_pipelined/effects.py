@@ -24,13 +24,20 @@ def l2_reuse(x: Inputs, w: Span):
     The wave's a tiles cover r_m distinct A row panels and r_n B column panels; every
     other panel read can hit, while its k-block is still in the effective L2
     L2e = l2_effective_fraction * L2 (geometry.wave_hit_rate has the equations).
+    With ``multicast_reads`` the rate is counted among the reads the L2 sees after cluster
+    multicast (a cluster row of cn CTAs reads an A box once): the share of the wave's
+    multicast-reduced requests (``cta_bytes``) that hit. Counted among every CTA's reads
+    instead (off), a read multicast replaces is a hit taken off the requests twice, and a
+    cluster's DRAM bytes come out below its unique bytes (benchmarks/ring_depth_probe.py
+    --schedules: 1x2 clusters of M = TM, where every A read hits anyway, ran at the 1x1
+    rate; the model had 0.75x its DRAM time).
     Off: h = ``l2_hit_rate`` (the global knob, 0 by default)."""
     if not x.on.l2_reuse:
         return np.asarray(x.l2_hit_rate, dtype=np.float64)
     g = x.grid
     l2e = x.c.l2_effective_fraction * x.l2_bytes
     return stream_k_offsets(x, w, l2e, span_hit_rate(w.bytes, l2e, x.c.l2_window_kblocks, x.c.l2_skew_kblocks,
-                                                     g.d_m, g.d_n))
+                                                     g.d_m, g.d_n, multicast=x.on.multicast_reads))
 
 
 # stream_k_offsets' fixed point: its steps from h = 0 rise to the least fixed point

@@ -67,6 +67,8 @@ class Span:
     u_n: np.ndarray
     mult: np.ndarray | int = 1  # CTAs in flight per tile, each on its own K segment (split-K, stream-K)
     bytes: WaveBytes | None = None  # the panels' rows and bytes (``with_bytes``)
+    cm: np.ndarray | int = 1  # a cluster's CTAs along M (B is multicast to them)
+    cn: np.ndarray | int = 1  # and along N (A is multicast to them)
 
     @classmethod
     def of(cls, t0, a, tiles_m, tiles_n, raster, group, cm=1, cn=1, mult=1) -> Span:
@@ -80,7 +82,7 @@ class Span:
         u_m, u_n = cluster_panels(before, 2 * at, tiles_m, tiles_n, raster, group, cm, cn)
         p_m, p_n = cluster_panels(before, at, tiles_m, tiles_n, raster, group, cm, cn)
         return cls(t0=t0, a=a, a1=a1, r_m=r_m, r_n=r_n, prev=t0 >= a1, p_m=p_m, p_n=p_n, u_m=u_m, u_n=u_n,
-                   mult=mult)
+                   mult=mult, cm=cm, cn=cn)
 
     def with_bytes(self, *sizes) -> Span:
         """This span with ``bytes`` = WaveBytes.of(self, *sizes)."""
@@ -416,6 +418,12 @@ class WaveBytes:
     rows: np.ndarray  # a * (TM' + TN'): every row the wave reads
     ab_bytes: np.ndarray  # (M + N) * K * b
     compulsory: np.ndarray  # the compulsory-only hit rate, in [0, 1]
+    # the same four counted on the reads the L2 sees after multicast: a cluster row of cn
+    # CTAs reads each A box once, a column of cm each B box (a1/cn A reads, a1/cm B reads)
+    mc_hit_m: np.ndarray  # (a1/cn - c*r_m) * TM'
+    mc_hit_n: np.ndarray  # (a1/cm - c*r_n) * TN'
+    mc_rows: np.ndarray  # a1 * (TM'/cn + TN'/cm)
+    mc_compulsory: np.ndarray
 
     @classmethod
     def of(cls, w: Span, tiles_m, tiles_n, tile_m, tile_n, tile_k, in_bytes, m, n, k, s) -> WaveBytes:
@@ -427,20 +435,27 @@ class WaveBytes:
         over_m = np.where(w.prev, np.maximum(w.p_m + w.r_m - w.u_m, 0), 0) * c
         over_n = np.where(w.prev, np.maximum(w.p_n + w.r_n - w.u_n, 0), 0) * c
         compulsory = 1.0 - (m + n) * k / (tiles_m * tiles_n * (tile_m + tile_n) * s * tile_k)
+        reads_m, reads_n = a1 / w.cn, a1 / w.cm
+        mc_compulsory = 1.0 - (m + n) * k / (tiles_m * tiles_n * (tile_m / w.cn + tile_n / w.cm) * s * tile_k)
         return cls(per_kblock=(r_m * tile_m + r_n * tile_n) * tile_k * in_bytes, rows_m=tile_m, rows_n=tile_n,
                    hit_m=(a1 - r_m) * tile_m, hit_n=(a1 - r_n) * tile_n, over=over_m * tile_m + over_n * tile_n,
                    both_bytes=(w.u_m * tile_m + w.u_n * tile_n) * s * tile_k * in_bytes,
                    rows=a1 * (tile_m + tile_n), ab_bytes=(m + n) * k * in_bytes,
-                   compulsory=np.clip(compulsory, 0.0, 1.0))
+                   compulsory=np.clip(compulsory, 0.0, 1.0),
+                   mc_hit_m=np.maximum(reads_m - r_m, 0) * tile_m, mc_hit_n=np.maximum(reads_n - r_n, 0) * tile_n,
+                   mc_rows=reads_m * tile_m + reads_n * tile_n, mc_compulsory=np.clip(mc_compulsory, 0.0, 1.0))
 
 
-def span_hit_rate(w: WaveBytes, l2e, window_kblocks, skew_kblocks, d_m, d_n):
+def span_hit_rate(w: WaveBytes, l2e, window_kblocks, skew_kblocks, d_m, d_n, multicast: bool = False):
     """``wave_hit_rate`` of the wave ``w`` (its panels' bytes), with the L2 constants and
-    the reuse distances (d_m, d_n) of ``reuse_distance``."""
+    the reuse distances (d_m, d_n) of ``reuse_distance``. ``multicast``: the rate among the
+    reads the L2 sees after cluster multicast (``WaveBytes.mc_*``), which is what the
+    multicast-reduced requests of ``cta_bytes`` miss; otherwise among every CTA's reads."""
     f_m = np.minimum(1.0, l2e / (w.per_kblock * (window_kblocks + skew_kblocks * d_m)))
     f_n = np.minimum(1.0, l2e / (w.per_kblock * (window_kblocks + skew_kblocks * d_n)))
-    hits = w.hit_m * f_m + w.hit_n * f_n
+    hit_m, hit_n, rows, compulsory = ((w.mc_hit_m, w.mc_hit_n, w.mc_rows, w.mc_compulsory) if multicast
+                                      else (w.hit_m, w.hit_n, w.rows, w.compulsory))
     f_x = np.minimum(1.0, l2e / w.both_bytes)
-    hits = hits + w.over * f_x
-    h = np.clip(hits / w.rows, 0.0, 1.0)
-    return np.where(w.ab_bytes <= l2e, np.maximum(h, w.compulsory), h)
+    hits = hit_m * f_m + hit_n * f_n + w.over * f_x
+    h = np.clip(hits / rows, 0.0, 1.0)
+    return np.where(w.ab_bytes <= l2e, np.maximum(h, compulsory), h)

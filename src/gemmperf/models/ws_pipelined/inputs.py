@@ -40,6 +40,7 @@ class Switches:
     stream_k_offsets: bool = True
     oob_multicast: bool = True
     dram_writes: bool = True
+    multicast_reads: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
