@@ -73,10 +73,9 @@ def main(argv=None) -> int:
     kblocks = -(-K // TILE_K)
     rows = run(a, gpu, meas, tasks(a.schedules), lambda t: label(t, a.schedules))
     print(f"\nus per k-block ({kblocks} k-blocks), stages: time")
-    for name in dict.fromkeys(tuple(v for k, v in r.items() if k in ("tile", "ctas", "cluster", "schedule"))
-                              for r in rows):
-        t = [(r["stages"], r["time_us"] / kblocks) for r in rows if r["status"] == "ok"
-             and tuple(v for k, v in r.items() if k in ("tile", "ctas", "cluster", "schedule")) == name]
+    kind = lambda r: tuple(r[c] for c in ("tile", "ctas", "cluster", "schedule") if c in r)  # noqa: E731
+    for name in dict.fromkeys(kind(r) for r in rows):  # one line a tile, CTA count (cluster, schedule)
+        t = [(r["stages"], r["time_us"] / kblocks) for r in rows if r["status"] == "ok" and kind(r) == name]
         print(" ".join(str(v) for v in name) + "  " + " / ".join(f"{s}: {x:.3f}" for s, x in t))
     return 0
 
