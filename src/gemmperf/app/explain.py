@@ -23,8 +23,8 @@ LIMITER_WORDS = {
     "smem": "shared-memory bound: the ring's reads and writes outpace the tensor cores",
     "latency": "latency bound: the ring is too shallow to hide a slot's round trip (more stages would help)",
     "epilogue": "epilogue bound: storing a C tile takes longer than its K loop",
-    "writes": "write bound: C's stores wait for the DRAM's write rate longer than a tile's K loop (more K per "
-              "tile, or fewer bytes of C, would help)",
+    "writes": "write bound: C's stores wait for the DRAM's write rate longer than a tile's K loop hides them "
+              "(C's bytes over the write rate are the floor)",
 }
 # The element type of an input dtype whose name does not say it (fp8 is e4m3).
 ELEMENT_TYPES = {"fp8": "e4m3"}
