@@ -195,8 +195,9 @@ def limiter(x: Inputs, first: Wave, t_c, t_math, t_smem):
                       np.where(t_c >= lat_term, core, Limiter.LATENCY))
     loop_first = first.fill + (x.grid.k_blocks - 1) * first.period + t_c
     over = first.epilogue + first.fixup > loop_first
-    # bound by the writes: the tile's epilogue is longer for the DRAM writes it waits on
-    writes = over & x.on.dram_writes & (epilogue(x, first.writes.backlog) > epilogue(x, -np.inf))
+    # bound by the writes: the tile's epilogue (first.epilogue, with its writes' backlog) is
+    # longer than it would be without the DRAM writes it waits on
+    writes = over & x.on.dram_writes & (first.epilogue > epilogue(x, -np.inf))
     return np.select([writes, over], [Limiter.WRITES, Limiter.EPILOGUE], mem_or).astype(np.int8)
 
 
