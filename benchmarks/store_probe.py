@@ -95,10 +95,7 @@ def main(argv=None) -> int:
         return 0
     if a.pitch:
         print("\nTB/s of C written, by C size (MB), rows 16 bytes off a sector")
-        for config in dict.fromkeys(r["config"] for r in rows):
-            for n in PITCH_NS:
-                print(f"{config} N={n}: " + " ".join(f"{r['c_mb']:.0f}:{r['c_mb'] / r['time_us']:.2f}" for r in rows
-                                                   if (r["config"], r["n"]) == (config, n) and r["status"] == "ok"))
+        print_rates(rows, PITCH_NS)
         return 0
     rates = dram_rates()
     if a.out:  # again, with the DRAM rates: run() wrote the kernels' rows before their timing
@@ -106,12 +103,16 @@ def main(argv=None) -> int:
                                  for k, v in rates.items()])
     print(f"\nDRAM: write-only {rates['write_TBps']:.3f} TB/s, copy {rates['copy_TBps']:.3f} TB/s (read + written)")
     print("TB/s of C written, by C size (MB):")
-    for config in dict.fromkeys(r["config"] for r in rows):
-        for n in NS:
-            t = [(r["c_mb"], r["c_mb"] / r["time_us"]) for r in rows
-                 if (r["config"], r["n"]) == (config, n) and r["status"] == "ok"]
-            print(f"{config} N={n}: " + " ".join(f"{c:.0f}:{x:.2f}" for c, x in t))
+    print_rates(rows, NS)
     return 0
+
+
+def print_rates(rows: list[dict], ns) -> None:
+    """One line a configuration and N: the TB/s of C written, by C's size (MB)."""
+    for config in dict.fromkeys(r["config"] for r in rows):
+        for n in ns:
+            print(f"{config} N={n}: " + " ".join(f"{r['c_mb']:.0f}:{r['c_mb'] / r['time_us']:.2f}" for r in rows
+                                               if (r["config"], r["n"]) == (config, n) and r["status"] == "ok"))
 
 
 if __name__ == "__main__":
