@@ -13,6 +13,8 @@ from scripts import distinct, load_script, refused
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_probe_h100_2026-11-27.csv"
 SCHEDULES = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_schedules_h100_2026-11-27.csv"
+WIDE = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_wide_h100_2026-11-27.csv"
+MODES = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_wide_modes_h100_2026-11-27.csv"
 
 
 def test_the_runs_are_legal_and_distinct():
@@ -36,6 +38,69 @@ def test_the_schedule_runs_are_legal_and_distinct_and_overhang_nothing():
     for run in runs:  # cm tile rows, whole clusters, the probe's CTA counts
         assert run["m"] == run["cluster_m"] * run["tile_m"] and run["n"] % (run["cluster_n"] * run["tile_n"]) == 0
         assert probe.label(run, True)["ctas"] in probe.CTAS
+
+
+def test_the_wide_runs_are_the_legal_256_tiles_of_both_schedules():
+    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
+    gpu = get_gpu("h100-sxm5-80gb")
+    runs = probe.tasks(wide=True)
+    assert distinct(runs) == len(runs) == 38 and not refused(runs, gpu)
+    assert {(r["tile_m"], r["tile_n"]) for r in runs} == set(probe.WIDE_TILES)
+    assert {(r["cluster_m"], r["cluster_n"]) for r in runs} == {(1, 1)}
+    # ping-pong where one warpgroup holds the whole tile's accumulators: 256x64 and 64x256
+    assert {(r["tile_m"], r["tile_n"]) for r in runs if r["schedule"] == "pingpong"} == {(256, 64), (64, 256)}
+    for run in runs:
+        assert run["m"] == run["tile_m"] and run["n"] % run["tile_n"] == 0
+
+
+def test_the_wide_run_is_verified_and_256_row_tiles_take_a_longer_round_trip():
+    """The --wide run (lent H100): with 32 CTAs at two stages, a 256-row tile's k-block
+    takes 0.2 us longer than a 256-column tile's of the same bytes and multiply time
+    (256x128 against 128x256), the round trip (2P - Tc over the two slots) 0.3-0.5 us
+    longer; at four stages both run at the tensor cores' rate (within 3%)."""
+    with open(WIDE) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 38 and all(r["status"] == "ok" for r in rows)
+    t = {(r["tile"], int(r["ctas"]), r["schedule"], int(r["stages"])): float(r["time_us"]) / 128 for r in rows}
+    tall, wide = t[("256x128", 32, "cooperative", 2)], t[("128x256", 32, "cooperative", 2)]
+    assert 0.15 < tall - wide < 0.3
+    assert abs(t[("256x128", 32, "cooperative", 4)] / t[("128x256", 32, "cooperative", 4)] - 1) < 0.03
+    # 256x64 against 64x256 (40 KB a k-block each): the 256-row tile slower at two stages too
+    assert t[("256x64", 32, "cooperative", 2)] > t[("64x256", 32, "cooperative", 2)] + 0.04
+
+
+def test_the_mode_runs_time_each_wide_run_as_the_full_load_only_and_math_only_kernel():
+    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
+    runs = probe.tasks(wide=True, modes=True)
+    assert len(runs) == 3 * len(probe.tasks(wide=True)) == distinct(runs)
+    assert [r["mode"] for r in runs[:3]] == list(probe.MODES)
+    assert all(r["mode"] == "full" for r in probe.tasks(wide=True) + probe.tasks() + probe.tasks(True))
+
+
+def test_the_mode_run_puts_a_256_row_tiles_longer_round_trip_in_its_consumers():
+    """The --wide --modes run (lent H100): with 32 CTAs at two stages, the load-only ring of
+    a 256-row tile is no slower than a 256-column tile's (its A box hits in L2, its B box is
+    the smaller), and the math-only k-block takes the same time for both; only the full
+    kernel, where the consumers hold each slot until their wgmmas are done, is slower for
+    the 256-row tile: what the extra time is spent on is the consumers' hold of a slot."""
+    with open(MODES) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 114 and all(r["status"] == "ok" for r in rows)
+    t = {(r["tile"], int(r["ctas"]), r["schedule"], r["mode"], int(r["stages"])): float(r["time_us"]) / 128
+         for r in rows}
+    for tall, wide in (("256x128", "128x256"), ("256x64", "64x256")):
+        at = lambda tile, mode: t[(tile, 32, "cooperative", mode, 2)]  # noqa: E731
+        assert at(tall, "load-only") < at(wide, "load-only")
+        assert abs(at(tall, "math-only") / at(wide, "math-only") - 1) < 0.03
+        assert at(tall, "full") > at(wide, "full") + 0.05
+        # the consumers' share of the two-stage cycle, 2 * (full - load-only): longer
+        assert (at(tall, "full") - at(tall, "load-only")) - (at(wide, "full") - at(wide, "load-only")) > 0.15
+    # the full runs repeat the --wide run of the same morning within 8% (256x64 at four stages:
+    # 0.431 and 0.401 us a k-block; every other run within 5%)
+    with open(WIDE) as f:
+        for r in csv.DictReader(f):
+            key = (r["tile"], int(r["ctas"]), r["schedule"], "full", int(r["stages"]))
+            assert abs(t[key] / (float(r["time_us"]) / 128) - 1) < 0.08, key
 
 
 def test_the_h100_run_is_verified_and_three_or_four_slots_lose_one():
