@@ -17,13 +17,13 @@ cooperative and ping-pong, the same CTA counts and depths (a cluster shares ever
 multicast slot; ping-pong's two consumers take turns with whole tiles). With ``--wide``
 it times the tiles of 256 rows or columns (256x128, 128x256, 256x64, 64x256), 1x1
 clusters, both schedules where they are legal: a 256-row tile gives each cooperative
-consumer warpgroup two m64 wgmma rows per k16 step, a 256-column tile one of n256; with
-``--modes`` as well each also as the load-only kernel (its consumers release a slot as it
-lands: the ring without the multiply) and the math-only one (no loads), which time the
-two halves of the ring apart (not verifiable: their C is not a product). A GPU-side
+consumer warpgroup two m64 wgmma rows per k16 step, a 256-column tile one of n256. With
+``--modes`` each run is timed also as the load-only kernel (its consumers release a slot
+as it lands: the ring without the multiply) and the math-only one (no loads), which time
+the two halves of the ring apart (not verifiable: their C is not a product). A GPU-side
 script: numpy + cuda-python only.
 
-    PYTHONPATH=src python3 benchmarks/ring_depth_probe.py [--out probe.csv] [--schedules | --wide [--modes]]
+    PYTHONPATH=src python3 benchmarks/ring_depth_probe.py [--out probe.csv] [--schedules | --wide] [--modes]
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def tasks(schedules: bool = False, wide: bool = False, modes: bool = False) -> l
     depths the H100's shared memory cannot hold are left out. ``schedules``: the clusters'
     and ping-pong's rings (SCHEDULE_TILES x CTAS x CLUSTERS x SCHEDULES x STAGES); ``wide``:
     tiles of 256 rows or columns, 1x1 clusters, both schedules (WIDE_TILES x CTAS x
-    SCHEDULES x STAGES); ``modes``: each of those also as the load-only kernel (the consumers
+    SCHEDULES x STAGES); ``modes``: each run also as the load-only kernel (the consumers
     release each slot as it lands: the ring without the multiply) and the math-only one
     (no loads)."""
     from gemmperf.hardware import get_gpu
@@ -74,7 +74,7 @@ def tasks(schedules: bool = False, wide: bool = False, modes: bool = False) -> l
 
 def label(task: dict, schedules: bool) -> dict:
     """The columns that name a run: tile, CTAs, M, N, stages (and with ``schedules`` the
-    cluster and the schedule)."""
+    cluster, the schedule and the mode)."""
     ctas = task["m"] // task["tile_m"] * (task["n"] // task["tile_n"])
     kind = {"cluster": f"{task['cluster_m']}x{task['cluster_n']}", "schedule": task["schedule"],
             "mode": task["mode"]} if schedules else {}
@@ -87,9 +87,9 @@ def main(argv=None) -> int:
 
     a, gpu, meas = start(__doc__, argv, {"schedules": "the rings of clusters and ping-pong consumers",
                                          "wide": "tiles of 256 rows or columns, both schedules",
-                                         "modes": "with --wide: the load-only and math-only kernels too"})
+                                         "modes": "every run also as the load-only and the math-only kernel"})
     kblocks = -(-K // TILE_K)
-    named = a.schedules or a.wide  # the runs differ in schedule (and cluster)
+    named = a.schedules or a.wide or a.modes  # the runs differ in schedule, cluster or mode
     rows = run(a, gpu, meas, tasks(a.schedules, a.wide, a.modes), lambda t: label(t, named))
     print(f"\nus per k-block ({kblocks} k-blocks), stages: time")
     kind = lambda r: tuple(r[c] for c in ("tile", "ctas", "cluster", "schedule", "mode") if c in r)  # noqa: E731

@@ -75,6 +75,8 @@ def test_the_mode_runs_time_each_wide_run_as_the_full_load_only_and_math_only_ke
     assert len(runs) == 3 * len(probe.tasks(wide=True)) == distinct(runs)
     assert [r["mode"] for r in runs[:3]] == list(probe.MODES)
     assert all(r["mode"] == "full" for r in probe.tasks(wide=True) + probe.tasks() + probe.tasks(True))
+    assert len(probe.tasks(modes=True)) == 3 * len(probe.tasks())  # the default tiles' runs too
+    assert probe.label(runs[1], True)["mode"] == "load-only"
 
 
 def test_the_mode_run_puts_a_256_row_tiles_longer_round_trip_in_its_consumers():
