@@ -434,16 +434,20 @@ class WaveBytes:
         r_m, r_n = w.r_m * c, w.r_n * c
         over_m = np.where(w.prev, np.maximum(w.p_m + w.r_m - w.u_m, 0), 0) * c
         over_n = np.where(w.prev, np.maximum(w.p_n + w.r_n - w.u_n, 0), 0) * c
-        compulsory = 1.0 - (m + n) * k / (tiles_m * tiles_n * (tile_m + tile_n) * s * tile_k)
+
+        def compulsory(rows_per_tile):
+            """The hit rate with compulsory misses only: every tile reading ``rows_per_tile``
+            rows a k-block, the matrices' (M + N) * K elements each missed once."""
+            return np.clip(1.0 - (m + n) * k / (tiles_m * tiles_n * rows_per_tile * s * tile_k), 0.0, 1.0)
+
         reads_m, reads_n = a1 / w.cn, a1 / w.cm
-        mc_compulsory = 1.0 - (m + n) * k / (tiles_m * tiles_n * (tile_m / w.cn + tile_n / w.cm) * s * tile_k)
         return cls(per_kblock=(r_m * tile_m + r_n * tile_n) * tile_k * in_bytes, rows_m=tile_m, rows_n=tile_n,
                    hit_m=(a1 - r_m) * tile_m, hit_n=(a1 - r_n) * tile_n, over=over_m * tile_m + over_n * tile_n,
                    both_bytes=(w.u_m * tile_m + w.u_n * tile_n) * s * tile_k * in_bytes,
                    rows=a1 * (tile_m + tile_n), ab_bytes=(m + n) * k * in_bytes,
-                   compulsory=np.clip(compulsory, 0.0, 1.0),
+                   compulsory=compulsory(tile_m + tile_n),
                    mc_hit_m=np.maximum(reads_m - r_m, 0) * tile_m, mc_hit_n=np.maximum(reads_n - r_n, 0) * tile_n,
-                   mc_rows=reads_m * tile_m + reads_n * tile_n, mc_compulsory=np.clip(mc_compulsory, 0.0, 1.0))
+                   mc_rows=reads_m * tile_m + reads_n * tile_n, mc_compulsory=compulsory(tile_m / w.cn + tile_n / w.cm))
 
 
 def span_hit_rate(w: WaveBytes, l2e, window_kblocks, skew_kblocks, d_m, d_n, multicast: bool = False):
