@@ -39,7 +39,7 @@ SCHEDULE_TILES = ((128, 64), (128, 128))  # --schedules
 CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
 SCHEDULES = ("cooperative", "pingpong")
 WIDE_TILES = ((256, 128), (128, 256), (256, 64), (64, 256))  # --wide
-MODES = ("full", "load-only", "math-only")  # --wide --modes
+MODES = ("full", "load-only", "math-only")  # --modes
 
 
 def tasks(schedules: bool = False, wide: bool = False, modes: bool = False) -> list[dict]:
@@ -72,12 +72,12 @@ def tasks(schedules: bool = False, wide: bool = False, modes: bool = False) -> l
     return out
 
 
-def label(task: dict, schedules: bool) -> dict:
-    """The columns that name a run: tile, CTAs, M, N, stages (and with ``schedules`` the
-    cluster, the schedule and the mode)."""
+def label(task: dict, named: bool) -> dict:
+    """The columns that name a run: tile, CTAs, M, N, stages (and, ``named``, the cluster,
+    the schedule and the mode, for runs that differ in them)."""
     ctas = task["m"] // task["tile_m"] * (task["n"] // task["tile_n"])
     kind = {"cluster": f"{task['cluster_m']}x{task['cluster_n']}", "schedule": task["schedule"],
-            "mode": task["mode"]} if schedules else {}
+            "mode": task["mode"]} if named else {}
     return {"tile": f"{task['tile_m']}x{task['tile_n']}", "ctas": ctas, **kind, "m": task["m"], "n": task["n"],
             "stages": task["stages"]}
 
@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     rows = run(a, gpu, meas, tasks(a.schedules, a.wide, a.modes), lambda t: label(t, named))
     print(f"\nus per k-block ({kblocks} k-blocks), stages: time")
     kind = lambda r: tuple(r[c] for c in ("tile", "ctas", "cluster", "schedule", "mode") if c in r)  # noqa: E731
-    for name in dict.fromkeys(kind(r) for r in rows):  # one line a tile, CTA count (cluster, schedule)
+    for name in dict.fromkeys(kind(r) for r in rows):  # one line a tile, CTA count (cluster, schedule, mode)
         t = [(r["stages"], r["time_us"] / kblocks) for r in rows if r["status"] == "ok" and kind(r) == name]
         print(" ".join(str(v) for v in name) + "  " + " / ".join(f"{s}: {x:.3f}" for s, x in t))
     return 0
