@@ -112,6 +112,28 @@ def print_anatomy(pl, pred) -> None:
             print(f"{r['bucket']:<16} {r['rows']:5d} {r['mape_pct']:7.2f} {r['geomean']:9.3f} {r['error_share']:11.3f}")
 
 
+def fit_in_sample(gpu: str = "h100-sxm5-80gb", dtype: str = "bf16"):
+    """(development rows, fitted ParamSet): ws-pipelined's constants fitted on every
+    development row of ``gpu``'s shipped ``dtype`` measurements (ws-hopper; the sealed list
+    never read), the microbenchmarks' parameters beneath them."""
+    sys.path.insert(0, str(ROOT / "src"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from accuracy_protocol import SEALED, measurement_files
+    from gemmperf import tables
+    from gemmperf.fit import protocol as P
+    from gemmperf.fit.accuracy import fit_all
+    from gemmperf.fit.microbench import fit_paramset
+    from gemmperf.hardware import load_gpu
+
+    shipped = ROOT / "results" / gpu / "shipped"
+    pset = fit_paramset(load_gpu(shipped / "hardware.json"), str(shipped / "microbench.csv"), ["ws-hopper"], dtype)
+    files = measurement_files(gpu, dtype)
+    files.pop(SEALED, None)  # never read here
+    dev = P.development({name: tables.read_measurements(path) for name, path in files.items()})
+    fitted, _, _ = fit_all(dev, pset, residual=False)
+    return dev, fitted
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--gpu", default="h100-sxm5-80gb")
@@ -127,21 +149,10 @@ def main(argv=None) -> int:
     from sklearn.ensemble import HistGradientBoostingRegressor
     from sklearn.model_selection import GroupKFold, cross_val_predict
 
-    from accuracy_protocol import SEALED, measurement_files
-    from gemmperf import tables
-    from gemmperf.fit import protocol as P
-    from gemmperf.fit.accuracy import fit_all, metrics
-    from gemmperf.fit.microbench import fit_paramset
-    from gemmperf.hardware import load_gpu
+    from gemmperf.fit.accuracy import metrics
     from gemmperf.models import ws_pipelined as W
 
-    shipped = ROOT / "results" / args.gpu / "shipped"
-    pset = fit_paramset(load_gpu(shipped / "hardware.json"), str(shipped / "microbench.csv"), ["ws-hopper"],
-                        args.dtype)
-    files = measurement_files(args.gpu, args.dtype)
-    files.pop(SEALED, None)  # never read here
-    dev = P.development({name: tables.read_measurements(path) for name, path in files.items()})
-    fitted, _, _ = fit_all(dev, pset, residual=False)
+    dev, fitted = fit_in_sample(args.gpu, args.dtype)
     pred = W.predict(dev, fitted).with_columns(dev.get_column("testlist"))
     m = metrics(pred, pred="predicted_us")
     print(f"in sample ({dev.height} rows, {m['shapes']} shapes): MAPE {m['mape_pct']:.2f}%, "
