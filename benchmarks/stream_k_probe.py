@@ -1,0 +1,141 @@
+"""Probe: is stream-K with the direct epilogue slower than the model says, or than stream-K
+with TMA stores?
+
+In sample on the H100 development data the fitted model predicts stream-K rows with the
+direct epilogue 0.952x their measured time at the geometric mean (406 rows; the worst
+0.57-0.70x), with the TMA-store epilogue 0.994x, split-K 1.03x with either
+(benchmarks/MODEL_ACCURACY.md, "Tried in the sixteenth session"). The shipped sample
+never pairs a configuration with its other epilogue. This times the ten stream-K rows the
+model misses most with the direct epilogue and the four it misses most with TMA stores,
+each as shipped and in the three variants beside it: the other epilogue, and both
+epilogues without stream-K (the same tiles, data-parallel). Every run is verified against
+float64 as in a sweep. It prints each shape's four times and the ratios stream-K over
+data-parallel by epilogue. A GPU-side script: numpy + cuda-python only. With
+``--predict probe.csv`` (no GPU; polars) it reads a run back instead and sets the fitted
+model beside it (ws-pipelined fitted on every development row, model_ceiling.py): each
+shape's measured and predicted stream-K over data-parallel, and predicted over measured
+by schedule and epilogue.
+
+    PYTHONPATH=src python3 benchmarks/stream_k_probe.py [--out probe.csv]
+    python benchmarks/stream_k_probe.py --predict benchmarks/results/stream_k_probe/stream_k_probe_h100_2026-11-27.csv
+"""
+
+from __future__ import annotations
+
+import sys
+
+# (m, n, k, tile_m, tile_n, stages, cluster_m, cluster_n, raster, epilogue as shipped)
+ROWS = (
+    (512, 4096, 14336, 64, 128, 8, 1, 2, "column", "direct"),
+    (2, 192, 5376, 256, 128, 2, 2, 1, "column", "direct"),
+    (40, 7360, 149, 128, 128, 7, 1, 1, "grouped", "direct"),
+    (4096, 257, 7168, 64, 128, 7, 1, 1, "column", "direct"),
+    (64, 6656, 384, 128, 256, 4, 1, 1, "row", "direct"),
+    (4096, 192, 4096, 64, 128, 8, 1, 2, "column", "direct"),
+    (7, 10048, 152, 128, 128, 7, 1, 1, "column", "direct"),
+    (128, 8192, 28672, 64, 128, 8, 1, 2, "column", "direct"),
+    (7, 3848, 157, 64, 64, 7, 1, 1, "column", "direct"),
+    (1024, 128, 1024, 128, 128, 5, 2, 2, "grouped", "direct"),
+    (11, 48, 2816, 256, 128, 4, 2, 1, "grouped", "tma"),
+    (64, 1480, 719, 128, 128, 6, 2, 1, "grouped", "tma"),
+    (48, 704, 917, 256, 128, 4, 1, 2, "grouped", "tma"),
+    (2, 557, 167, 256, 128, 2, 1, 1, "grouped", "tma"),
+)
+OTHER = {"direct": "tma", "tma": "direct"}
+
+
+def tasks() -> list[dict]:
+    """The runs, in order: per row, stream-K with the shipped epilogue (the shipped
+    configuration), then with the other, then data-parallel with each; a variant the
+    H100's shared memory cannot hold (TMA staging beside a deep ring) is left out."""
+    from gemmperf.hardware import get_gpu
+    from gemmperf.kernels import check_legal
+    from gemmperf.problem import KernelConfig
+
+    gpu = get_gpu("h100-sxm5-80gb")
+    out = []
+    for m, n, k, tile_m, tile_n, stages, cm, cn, raster, shipped in ROWS:
+        for stream_k, epilogue in ((True, shipped), (True, OTHER[shipped]), (False, shipped), (False, OTHER[shipped])):
+            cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64,
+                               stages=stages, cluster_m=cm, cluster_n=cn, persistent=True, raster=raster,
+                               schedule="cooperative", epilogue=epilogue, stream_k=stream_k)
+            if check_legal(cfg, gpu) is None:
+                out.append({"m": m, "n": n, "k": k, **cfg.as_dict()})
+    return out
+
+
+def label(task: dict) -> dict:
+    return {"shape": f"{task['m']}x{task['n']}x{task['k']}",
+            "config": f"{task['tile_m']}x{task['tile_n']} {task['cluster_m']}x{task['cluster_n']} s{task['stages']} "
+                      f"{task['raster']}",
+            "schedule": "stream-k" if task["stream_k"] else "data-parallel", "epilogue": task["epilogue"]}
+
+
+def summary(rows: list[dict]) -> list[str]:
+    """One line a shape: the four times (us) and stream-K over data-parallel by epilogue."""
+    out = [f"{'shape':<18} {'config':<28} {'sk direct':>9} {'sk tma':>8} {'dp direct':>9} {'dp tma':>8} "
+           f"{'sk/dp direct':>12} {'sk/dp tma':>9}"]
+    for shape, config in dict.fromkeys((r["shape"], r["config"]) for r in rows):
+        t = {(r["schedule"], r["epilogue"]): r["time_us"] for r in rows
+             if (r["shape"], r["config"]) == (shape, config) and r["status"] == "ok"}
+        get = lambda s, e: t.get((s, e), float("nan"))  # noqa: E731
+        out.append(f"{shape:<18} {config:<28} {get('stream-k', 'direct'):9.2f} {get('stream-k', 'tma'):8.2f} "
+                   f"{get('data-parallel', 'direct'):9.2f} {get('data-parallel', 'tma'):8.2f} "
+                   f"{get('stream-k', 'direct') / get('data-parallel', 'direct'):12.3f} "
+                   f"{get('stream-k', 'tma') / get('data-parallel', 'tma'):9.3f}")
+    return out
+
+
+def predict(path) -> list[str]:
+    """The run at ``path`` (this probe's CSV) beside the fitted model: one line a shape and
+    epilogue (stream-K over data-parallel, measured and predicted), then predicted over
+    measured by schedule and epilogue (geometric means)."""
+    from pathlib import Path
+
+    import polars as pl
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from model_ceiling import fit_in_sample
+
+    from gemmperf.models import ws_pipelined as W
+
+    _, fitted = fit_in_sample()
+    # the run's label columns, prefixed: its "schedule" (stream-k or data-parallel) is not the config's
+    keys = [f"run_{k}" for k in label(tasks()[0])]
+    runs = pl.read_csv(path).filter(pl.col("status") == "ok").rename(lambda c: f"run_{c}")
+    named = pl.DataFrame([{**t, **{f"run_{k}": v for k, v in label(t).items()}} for t in tasks()])
+    pred = W.predict(named.join(runs.select(*keys, pl.col("run_time_us").alias("time_us")), on=keys), fitted)
+    pred = pred.rename(lambda c: c.removeprefix("run_") if c.startswith("run_") else f"config_{c}"
+                       if c in ("schedule", "epilogue") else c)
+    wide = pred.select("shape", "config", "schedule", "epilogue", "time_us", "predicted_us").pivot(
+        on="schedule", index=["shape", "config", "epilogue"], values=["time_us", "predicted_us"])
+    out = [f"{'shape':<18} {'epilogue':<8} {'measured sk/dp':>14} {'predicted sk/dp':>15}"]
+    for r in wide.drop_nulls().iter_rows(named=True):
+        out.append(f"{r['shape']:<18} {r['epilogue']:<8} "
+                   f"{r['time_us_stream-k'] / r['time_us_data-parallel']:14.2f} "
+                   f"{r['predicted_us_stream-k'] / r['predicted_us_data-parallel']:15.2f}")
+    means = pred.group_by("schedule", "epilogue").agg(
+        pl.len().alias("runs"), (pl.col("predicted_us") / pl.col("time_us")).log().mean().exp().alias("ratio"))
+    out.append("predicted / measured (geomean): " + ", ".join(
+        f"{r['schedule']} {r['epilogue']} {r['ratio']:.3f} ({r['runs']})"
+        for r in means.sort("schedule", "epilogue", descending=[True, False]).iter_rows(named=True)))
+    return out
+
+
+def main(argv=None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--predict"] and len(argv) == 2:
+        print("\n".join(predict(argv[1])))
+        return 0
+    from probes import run, start
+
+    a, gpu, meas = start(__doc__, argv)
+    rows = run(a, gpu, meas, tasks(), label)
+    print()
+    print("\n".join(summary(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
