@@ -14,9 +14,15 @@ data-parallel by epilogue. A GPU-side script: numpy + cuda-python only. With
 ``--predict probe.csv`` (no GPU; polars) it reads a run back instead and sets the fitted
 model beside it (ws-pipelined fitted on every development row, model_ceiling.py): each
 shape's measured and predicted stream-K over data-parallel, and predicted over measured
-by schedule and epilogue.
+by schedule and epilogue. With ``--fixup`` it times instead the fix-up alone, stream-K
+against split-K at the same decomposition: one tile (N = TN; 128x128 tiles, two consumer
+warpgroups, and 64x128, one), M = 16 (partials of a few KB: their round trips) and M = TM
+(whole partials), K = P k-blocks shared by P CTAs of one k-block each (split-K S = P;
+stream-K's P workers of one iteration, the tile shared by all P), P = 2, 4, 8, 16 (and
+32, 64 for stream-K alone), and the data-parallel kernel of one CTA over the P k-blocks
+beside them; TMA-store epilogue, 4 stages.
 
-    PYTHONPATH=src python3 benchmarks/stream_k_probe.py [--out probe.csv]
+    PYTHONPATH=src python3 benchmarks/stream_k_probe.py [--out probe.csv] [--fixup]
     python benchmarks/stream_k_probe.py --predict benchmarks/results/stream_k_probe/stream_k_probe_h100_2026-11-27.csv
 """
 
@@ -42,6 +48,9 @@ ROWS = (
     (2, 557, 167, 256, 128, 2, 1, 1, "grouped", "tma"),
 )
 OTHER = {"direct": "tma", "tma": "direct"}
+FIXUP_TILES = ((128, 128), (64, 128))  # --fixup: two consumer warpgroups, one
+FIXUP_PARTS = (2, 4, 8, 16)  # split-K's S and stream-K's workers alike
+FIXUP_MORE_PARTS = (32, 64)  # stream-K only (split-K stops at 16)
 
 
 def tasks() -> list[dict]:
@@ -61,6 +70,46 @@ def tasks() -> list[dict]:
                                schedule="cooperative", epilogue=epilogue, stream_k=stream_k)
             if check_legal(cfg, gpu) is None:
                 out.append({"m": m, "n": n, "k": k, **cfg.as_dict()})
+    return out
+
+
+def fixup_tasks() -> list[dict]:
+    """--fixup's runs, in order: per tile and M, per P the data-parallel, split-K and
+    stream-K kernels over K = P k-blocks (stream-K alone for FIXUP_MORE_PARTS)."""
+    from gemmperf.problem import KernelConfig
+
+    out = []
+    for tile_m, tile_n in FIXUP_TILES:
+        for m in (16, tile_m):
+            for parts in FIXUP_PARTS + FIXUP_MORE_PARTS:
+                kinds = (("data-parallel", 1, False), ("split-k", parts, False), ("stream-k", 1, True))
+                for name, split_k, stream_k in kinds if parts in FIXUP_PARTS else (kinds[0], kinds[2]):
+                    cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64,
+                                       stages=4, cluster_m=1, cluster_n=1, persistent=True, raster="grouped",
+                                       schedule="cooperative", epilogue="tma", split_k=split_k, stream_k=stream_k)
+                    out.append({"m": m, "n": tile_n, "k": 64 * parts, **cfg.as_dict()})
+    return out
+
+
+def fixup_label(task: dict) -> dict:
+    kind = "stream-k" if task["stream_k"] else "split-k" if task["split_k"] > 1 else "data-parallel"
+    return {"tile": f"{task['tile_m']}x{task['tile_n']}", "m": task["m"], "parts": task["k"] // 64, "kind": kind}
+
+
+def fixup_summary(rows: list[dict]) -> list[str]:
+    """One line a tile, M and kind: its time (us) at each P, and beneath each kind's time
+    beyond the data-parallel kernel's."""
+    out = []
+    parts = FIXUP_PARTS + FIXUP_MORE_PARTS
+    for tile, m in dict.fromkeys((r["tile"], r["m"]) for r in rows):
+        t = {(r["kind"], r["parts"]): r["time_us"] for r in rows
+             if (r["tile"], r["m"]) == (tile, m) and r["status"] == "ok"}
+        out.append(f"{tile} M={m}: P " + " ".join(f"{p:>7d}" for p in parts))
+        for kind in ("data-parallel", "split-k", "stream-k"):
+            out.append(f"  {kind:<13} " + " ".join(f"{t.get((kind, p), float('nan')):7.2f}" for p in parts))
+        for kind in ("split-k", "stream-k"):
+            extra = [t.get((kind, p), float("nan")) - t.get(("data-parallel", p), float("nan")) for p in parts]
+            out.append(f"  {kind + ' - dp':<13} " + " ".join(f"{e:7.2f}" for e in extra))
     return out
 
 
@@ -130,7 +179,12 @@ def main(argv=None) -> int:
         return 0
     from probes import run, start
 
-    a, gpu, meas = start(__doc__, argv)
+    a, gpu, meas = start(__doc__, argv, {"fixup": "the fix-up alone: stream-K against split-K, one tile"})
+    if a.fixup:
+        rows = run(a, gpu, meas, fixup_tasks(), fixup_label)
+        print("\ntime (us) by the parts P sharing the tile's K, one k-block each")
+        print("\n".join(fixup_summary(rows)))
+        return 0
     rows = run(a, gpu, meas, tasks(), label)
     print()
     print("\n".join(summary(rows)))

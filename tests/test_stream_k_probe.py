@@ -67,3 +67,32 @@ def test_predict_sets_the_fitted_model_beside_the_run():
     means = dict(part.rsplit(" ", 2)[0:2] for part in lines[-1].split(": ", 1)[1].split(", "))
     assert set(means) == {"stream-k direct", "stream-k tma", "data-parallel direct", "data-parallel tma"}
     assert all(0.3 < float(v) < 2.0 for v in means.values())
+
+
+FIXUP = ROOT / "benchmarks" / "results" / "stream_k_probe" / "stream_k_fixup_h100_2026-11-27.csv"
+
+
+def test_the_fixup_runs_are_legal_and_distinct():
+    probe = load_script(ROOT / "benchmarks" / "stream_k_probe.py")
+    runs = probe.fixup_tasks()
+    # 2 tiles x 2 M x (4 parts x 3 kinds + 2 parts x 2 kinds)
+    assert distinct(runs) == len(runs) == 64 and not refused(runs, get_gpu("h100-sxm5-80gb"))
+    assert all(r["n"] == r["tile_n"] and r["m"] <= r["tile_m"] for r in runs)  # one tile
+
+
+def test_the_lent_h100s_fixup_run_says_stream_k_pays_more_a_partial():
+    """From 4 to 16 parts, split-K's time grows 0.2-0.45 us a partial and stream-K's
+    0.45-0.75, on both tiles and both M; stream-K keeps its rate to 64 parts."""
+    import csv
+
+    with open(FIXUP) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 64 and all(r["status"] == "ok" for r in rows)
+    t = {(r["tile"], int(r["m"]), int(r["parts"]), r["kind"]): float(r["time_us"]) for r in rows}
+    for tile, m in {(k[0], k[1]) for k in t}:
+        def slope(kind, lo, hi):
+            return (t[(tile, m, hi, kind)] - t[(tile, m, lo, kind)]) / (hi - lo)
+
+        assert 0.2 < slope("split-k", 4, 16) < 0.45, (tile, m)
+        assert 0.45 < slope("stream-k", 4, 16) < 0.75, (tile, m)
+        assert 0.45 < slope("stream-k", 16, 64) < 0.75, (tile, m)
