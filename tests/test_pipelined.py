@@ -537,11 +537,26 @@ def test_stream_k_workers_share_the_iterations_and_fix_up_their_partial_tiles():
     assert a.equals(b)
 
 
+def test_stream_k_read_back_looks_up_each_partials_slot():
+    """Stream-K's read-back pays stream_k_lookup_us before each partial's loads, split-K's
+    not (its slots sit at offsets fixed at compile time); off, neither does."""
+    lookup = W.default_constants(GPU).stream_k_lookup_us
+    assert 0.1 < lookup < 0.5  # 500 clocks at the H100's SM clock
+    one_tile = dict(m=16, n=128, k=64 * 16, tile_m=128, tile_n=128, persistent=True, raster="grouped",
+                    stages=4, schedule="cooperative")
+    df = pl.concat([_decode(stream_k=True, **one_tile), _decode(split_k=16, **one_tile)])
+    on, off = W.predict(df, PS), W.predict(df, PS, stream_k_lookup=False)
+    # stream-K: 16 workers of one iteration, the last arriver reads 16 partials
+    assert on["reduction_us"][0] - off["reduction_us"][0] == pytest.approx(16 * lookup, rel=1e-9)
+    assert on["reduction_us"][1] == off["reduction_us"][1]  # split-K unchanged
+    assert on.filter(pl.col("stream_k").not_()).equals(off.filter(pl.col("stream_k").not_()))
+
+
 def test_k_sharing_switches_leave_every_other_row_bit_for_bit():
     df = pl.concat([_big(), _big(epilogue="tma", cluster_m=2), _big(schedule="pingpong", tile_n=128),
                     _decode(), _decode(persistent=True, raster="column", stages=4)])
     on = W.predict(df, PS)
-    off = W.predict(df, PS, split_k_fixup=False, stream_k_fixup=False)
+    off = W.predict(df, PS, split_k_fixup=False, stream_k_fixup=False, stream_k_lookup=False)
     assert on.equals(off)
     assert (on["reduction_us"] == 0).all() and (on["work_items"] == on["tiles"]).all()
 

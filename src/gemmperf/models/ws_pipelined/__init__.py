@@ -77,6 +77,9 @@ assumption so its contribution shows):
   cluster multicast that hit, so a cluster's DRAM bytes are its misses, never below its
   unique bytes (off: the share among every CTA's reads, applied to the multicast-reduced
   requests: multicast counted twice).
+- ``stream_k_lookup``: stream-K's read-back finds each partial's workspace slot (an
+  integer division, a 64-bit address a load) before the partial's loads issue; split-K's
+  slots sit at offsets fixed when the kernel is compiled.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and

@@ -37,6 +37,11 @@ def k_shared(v: dict):
     return (v["split_k"] > 1) | (v["stream_k"] > 0)
 
 
+def streamed(v: dict):
+    """The stream-K rows."""
+    return v["stream_k"] > 0
+
+
 def clustered(v: dict):
     """The rows whose CTAs run in clusters of more than one CTA (multicast)."""
     return v["cluster_m"] * v["cluster_n"] > 1
@@ -151,6 +156,12 @@ class PipelinedConstants:
     fixup_sync_us: float = _const(
         fixed(1.0), "us", "a partial's arrival: memory fence, atomic counter round trip, warpgroup barrier",
         0.0, 10.0, rows=k_shared)
+    stream_k_lookup_us: float = _const(
+        clocks(500.0), "us", "stream-K's read-back finds each partial's workspace slot before its loads issue: "
+        "its contributor's first iteration (an integer division) and a 64-bit address for each load, about 110 "
+        "instructions a consumer warp before the first load (split-K's slots sit at offsets fixed when the kernel "
+        "is compiled: 5)",
+        0.0, 2.0, rows=streamed)
 
     @classmethod
     def defaults(cls, gpu: GPU) -> PipelinedConstants:

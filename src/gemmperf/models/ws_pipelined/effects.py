@@ -459,16 +459,30 @@ def reduction(x: Inputs, a, writes, reads, readers):
     partials written (each followed by its arrival), then ``reads`` partials read back by
     the last arriver, while ``readers`` CTAs of the wave read as many:
         writes * (max(Pb / partial_write_bytes_per_us, a*Pb / l2_bytes_per_us) + fixup_sync_us)
-        + max(reads*(partial_latency_us + Pb / partial_read_bytes_per_us), readers*reads*Pb / l2_bytes_per_us)
+        + max(reads*(partial_latency_us + L + Pb / partial_read_bytes_per_us), readers*reads*Pb / l2_bytes_per_us)
     (the workspace stays in L2: the wave's writes and reads share its rate). The read-back
     loop takes the partials one after another, each an L2 round trip before its bytes: a
-    decode tile's partials (rows < M only: a few hundred bytes) cost their latency."""
+    decode tile's partials (rows < M only: a few hundred bytes) cost their latency; L is
+    stream-K's slot lookup before each partial's loads (``stream_k_lookup``)."""
     pb = partial_bytes(x)
     l2 = x.c.l2_bytes_per_us
     write = np.maximum(pb / x.c.partial_write_bytes_per_us, a * pb / l2) + x.c.fixup_sync_us
-    read = np.maximum(reads * (x.c.partial_latency_us + pb / x.c.partial_read_bytes_per_us),
+    read = np.maximum(reads * (x.c.partial_latency_us + stream_k_lookup(x) + pb / x.c.partial_read_bytes_per_us),
                       readers * reads * pb / l2)
     return writes * write + read
+
+
+def stream_k_lookup(x: Inputs):
+    """The time stream-K's read-back spends on each partial before its loads issue
+    (``stream_k_lookup``): finding the contributor's workspace slot (its first iteration,
+    an integer division) and a 64-bit address for each load, stream_k_lookup_us; split-K's
+    partials sit at offsets fixed when the kernel is compiled (one base and immediate
+    offsets). Measured (benchmarks/stream_k_probe.py --fixup: one tile, P CTAs of one
+    k-block each): split-K's time grows 0.29-0.38 us a partial from P = 4 to 16,
+    stream-K's 0.50-0.65 up to P = 64. 0 off stream-K rows, or off."""
+    if not x.on.stream_k_lookup:
+        return 0.0
+    return np.where(x.stream_k > 0, x.c.stream_k_lookup_us, 0.0)
 
 
 def split_k_fixup(x: Inputs, a):

@@ -41,6 +41,7 @@ class Switches:
     oob_multicast: bool = True
     dram_writes: bool = True
     multicast_reads: bool = True
+    stream_k_lookup: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
