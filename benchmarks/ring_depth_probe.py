@@ -20,10 +20,16 @@ clusters, both schedules where they are legal: a 256-row tile gives each coopera
 consumer warpgroup two m64 wgmma rows per k16 step, a 256-column tile one of n256. With
 ``--modes`` each run is timed also as the load-only kernel (its consumers release a slot
 as it lands: the ring without the multiply) and the math-only one (no loads), which time
-the two halves of the ring apart (not verifiable: their C is not a product). A GPU-side
-script: numpy + cuda-python only.
+the two halves of the ring apart (not verifiable: their C is not a product). With
+``--ctas`` it times the round trip against the load on the memory system instead: 128x64,
+128x128 and 64x128 tiles (1x1, cooperative) at 2, 3 and 4 stages, with 1, 2, 4, 8, 16, 32,
+64 and 132 CTAs of one tile row. A GPU-side script: numpy + cuda-python only. With
+``--predict probe.csv`` and the run's selection flags (no GPU; polars) it reads a run back
+and prints the fitted model's time over the measured one for each full-mode run
+(ws-pipelined fitted on every development row, model_ceiling.py), the stages across.
 
-    PYTHONPATH=src python3 benchmarks/ring_depth_probe.py [--out probe.csv] [--schedules | --wide] [--modes]
+    PYTHONPATH=src python3 benchmarks/ring_depth_probe.py [--out probe.csv] [--schedules | --wide | --ctas] [--modes]
+    python benchmarks/ring_depth_probe.py --predict probe.csv [--schedules | --wide | --ctas] [--modes]
 """
 
 from __future__ import annotations
@@ -40,16 +46,20 @@ CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
 SCHEDULES = ("cooperative", "pingpong")
 WIDE_TILES = ((256, 128), (128, 256), (256, 64), (64, 256))  # --wide
 MODES = ("full", "load-only", "math-only")  # --modes
+CTA_TILES = ((128, 64), (128, 128), (64, 128))  # --ctas
+CTA_COUNTS = (1, 2, 4, 8, 16, 32, 64, 132)
+CTA_STAGES = (2, 3, 4)
 
 
-def tasks(schedules: bool = False, wide: bool = False, modes: bool = False) -> list[dict]:
+def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas: bool = False) -> list[dict]:
     """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration); ring
     depths the H100's shared memory cannot hold are left out. ``schedules``: the clusters'
     and ping-pong's rings (SCHEDULE_TILES x CTAS x CLUSTERS x SCHEDULES x STAGES); ``wide``:
     tiles of 256 rows or columns, 1x1 clusters, both schedules (WIDE_TILES x CTAS x
     SCHEDULES x STAGES); ``modes``: each run also as the load-only kernel (the consumers
     release each slot as it lands: the ring without the multiply) and the math-only one
-    (no loads)."""
+    (no loads); ``ctas``: the round trip against the CTAs in flight (CTA_TILES x
+    CTA_COUNTS x CTA_STAGES, 1x1 clusters, cooperative)."""
     from gemmperf.hardware import get_gpu
     from gemmperf.kernels import check_legal
     from gemmperf.problem import KernelConfig
@@ -58,16 +68,17 @@ def tasks(schedules: bool = False, wide: bool = False, modes: bool = False) -> l
     clusters = CLUSTERS if schedules else ((1, 1),)
     kinds = [(c, s) for c in clusters for s in SCHEDULES] if schedules or wide else [((1, 1), "cooperative")]
     out = []
-    for tile_m, tile_n in SCHEDULE_TILES if schedules else WIDE_TILES if wide else TILES:
-        for ctas in CTAS:
+    tiles = SCHEDULE_TILES if schedules else WIDE_TILES if wide else CTA_TILES if ctas else TILES
+    for tile_m, tile_n in tiles:
+        for n_ctas in CTA_COUNTS if ctas else CTAS:
             for (cm, cn), schedule in kinds:
-                for stages in STAGES:
+                for stages in CTA_STAGES if ctas else STAGES:
                     cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n,
                                        tile_k=TILE_K, stages=stages, cluster_m=cm, cluster_n=cn, persistent=True,
                                        schedule=schedule, epilogue="tma")
                     if check_legal(cfg, gpu) is None:  # cm tile rows, ctas / cm tile columns
                         for mode in MODES if modes else ("full",):
-                            out.append({"m": cm * tile_m, "n": ctas // cm * tile_n, "k": K,
+                            out.append({"m": cm * tile_m, "n": n_ctas // cm * tile_n, "k": K,
                                         **{**cfg.as_dict(), "mode": mode}})
     return out
 
@@ -82,15 +93,59 @@ def label(task: dict, named: bool) -> dict:
             "stages": task["stages"]}
 
 
+def predict(path, **selection) -> list[str]:
+    """The run at ``path`` (this probe's CSV of ``tasks(**selection)``, rows in task order)
+    beside the fitted model: one line a tile, CTA count (cluster, schedule) of the full-mode
+    runs, predicted over measured at each ring depth, then the MAPE over them."""
+    import csv
+    from pathlib import Path
+
+    import polars as pl
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from model_ceiling import fit_in_sample
+
+    from gemmperf.models import ws_pipelined as W
+
+    with open(path) as f:
+        runs = list(csv.DictReader(f))
+    todo = tasks(**selection)
+    if len(runs) != len(todo) or any((int(r["m"]), int(r["n"]), int(r["stages"])) != (t["m"], t["n"], t["stages"])
+                                     for r, t in zip(runs, todo)):
+        raise SystemExit(f"{path}: not a run of this selection ({', '.join(k for k, v in selection.items() if v)})")
+    full = [(t, r) for t, r in zip(todo, runs) if t["mode"] == "full" and r["status"] == "ok"]
+    _, fitted = fit_in_sample()
+    pred = W.predict(pl.DataFrame([t for t, _ in full]), fitted).get_column("predicted_us").to_list()
+    ratio = {}
+    for (t, r), p in zip(full, pred):
+        name = " ".join(str(v) for k, v in label(t, True).items() if k in ("tile", "ctas", "cluster", "schedule"))
+        ratio.setdefault(name, []).append((t["stages"], p / float(r["time_us"])))
+    out = [f"{name}  " + " ".join(f"{s}: {x:.2f}" for s, x in values) for name, values in ratio.items()]
+    ape = [abs(x - 1.0) for values in ratio.values() for _, x in values]
+    out.append(f"predicted / measured over {len(ape)} runs: MAPE {100 * sum(ape) / len(ape):.1f}%")
+    return out
+
+
 def main(argv=None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if "--predict" in argv:
+        i = argv.index("--predict")
+        flags = {f.lstrip("-"): True for f in argv[:i] + argv[i + 2:]}
+        unknown = sorted(set(flags) - {"schedules", "wide", "modes", "ctas"})
+        if i + 1 >= len(argv) or unknown:
+            raise SystemExit("usage: ring_depth_probe.py --predict probe.csv [--schedules | --wide | --ctas] [--modes]")
+        print("\n".join(predict(argv[i + 1], **flags)))
+        return 0
     from probes import run, start
 
     a, gpu, meas = start(__doc__, argv, {"schedules": "the rings of clusters and ping-pong consumers",
                                          "wide": "tiles of 256 rows or columns, both schedules",
-                                         "modes": "every run also as the load-only and the math-only kernel"})
+                                         "modes": "every run also as the load-only and the math-only kernel",
+                                         "ctas": "the round trip against the CTAs in flight, 1 to 132"})
     kblocks = -(-K // TILE_K)
     named = a.schedules or a.wide or a.modes  # the runs differ in schedule, cluster or mode
-    rows = run(a, gpu, meas, tasks(a.schedules, a.wide, a.modes), lambda t: label(t, named))
+    rows = run(a, gpu, meas, tasks(a.schedules, a.wide, a.modes, a.ctas), lambda t: label(t, named))
     print(f"\nus per k-block ({kblocks} k-blocks), stages: time")
     kind = lambda r: tuple(r[c] for c in ("tile", "ctas", "cluster", "schedule", "mode") if c in r)  # noqa: E731
     for name in dict.fromkeys(kind(r) for r in rows):  # one line a tile, CTA count (cluster, schedule, mode)

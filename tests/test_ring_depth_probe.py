@@ -7,6 +7,8 @@ flight would (benchmarks/MODEL_ACCURACY.md, "Tried in the twelfth session")."""
 import csv
 from pathlib import Path
 
+import pytest
+
 from gemmperf.hardware import get_gpu
 from scripts import distinct, load_script, refused
 
@@ -141,3 +143,44 @@ def test_the_schedule_run_is_verified_and_a_cluster_lengthens_the_round_trip():
             assert abs(us / t[(*key[:3], "cooperative", key[4])] - 1) < (0.04 if key[4] <= 4 else 0.12), key
     for tile in ("128x64", "128x128"):
         assert t[(tile, 132, "2x2", "cooperative", 2)] > 1.8 * t[(tile, 132, "2x1", "cooperative", 2)]
+
+
+CTAS = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_ctas_modes_h100_2026-11-27.csv"
+
+
+def test_the_cta_sweep_is_legal_and_distinct():
+    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
+    runs = probe.tasks(ctas=True)
+    assert distinct(runs) == len(runs) == 3 * 8 * 3 and not refused(runs, get_gpu("h100-sxm5-80gb"))
+    assert sorted({r["n"] // r["tile_n"] for r in runs}) == list(probe.CTA_COUNTS)  # one tile row of c tiles
+    assert len(probe.tasks(ctas=True, modes=True)) == 3 * len(runs)
+
+
+def test_the_lent_h100s_cta_sweep_reads_back():
+    """With 1-8 CTAs a slot's round trip (the load-only ring at four stages, x 4) is
+    0.75-0.95 us, and three and four stages take it over B - 1 slots within 14% (the full
+    ring the slower); it grows with the CTAs in flight (1.3-1.9x by 64 CTAs), where the
+    multiply alone (math-only) stays put."""
+    with open(CTAS) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 216 and all(r["status"] == "ok" for r in rows)
+    t = {(r["tile"], int(r["ctas"]), r["mode"], int(r["stages"])): float(r["time_us"]) / 128 for r in rows}
+    for tile in ("128x64", "128x128", "64x128"):
+        for ctas in (1, 2, 4, 8):
+            trip = 4 * t[(tile, ctas, "load-only", 4)]
+            assert 0.75 < trip < 0.95, (tile, ctas, trip)
+            for stages in (3, 4):
+                assert abs(t[(tile, ctas, "full", stages)] / (trip / (stages - 1)) - 1) < 0.14, (tile, ctas, stages)
+        assert 1.25 < t[(tile, 64, "load-only", 4)] / t[(tile, 1, "load-only", 4)] < 2.0
+        math = [t[(tile, c, "math-only", 4)] for c in (1, 8, 64)]
+        assert max(math) / min(math) < 1.03
+
+
+def test_predict_sets_the_fitted_model_beside_a_run():
+    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
+    lines = probe.predict(CTAS, ctas=True, modes=True)
+    assert len(lines) == 3 * 8 + 1  # a line a tile and CTA count, then the MAPE
+    assert all(len(line.split(": ")) == 4 for line in lines[:-1])  # three ring depths each
+    assert lines[-1].startswith("predicted / measured over 72 runs: MAPE ")
+    with pytest.raises(SystemExit, match="not a run of this selection"):
+        probe.predict(CTAS, wide=True)
