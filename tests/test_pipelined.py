@@ -541,7 +541,7 @@ def test_stream_k_read_back_looks_up_each_partials_slot():
     """Stream-K's read-back pays stream_k_lookup_us before each partial's loads, split-K's
     not (its slots sit at offsets fixed at compile time); off, neither does."""
     lookup = W.default_constants(GPU).stream_k_lookup_us
-    assert 0.1 < lookup < 0.5  # 500 clocks at the H100's SM clock
+    assert 0.1 < lookup < 0.5  # 440 clocks at the H100's SM clock
     one_tile = dict(m=16, n=128, k=64 * 16, tile_m=128, tile_n=128, persistent=True, raster="grouped",
                     stages=4, schedule="cooperative")
     df = pl.concat([_decode(stream_k=True, **one_tile), _decode(split_k=16, **one_tile)])
@@ -550,6 +550,25 @@ def test_stream_k_read_back_looks_up_each_partials_slot():
     assert on["reduction_us"][0] - off["reduction_us"][0] == pytest.approx(16 * lookup, rel=1e-9)
     assert on["reduction_us"][1] == off["reduction_us"][1]  # split-K unchanged
     assert on.filter(pl.col("stream_k").not_()).equals(off.filter(pl.col("stream_k").not_()))
+
+
+def test_a_slots_round_trip_waits_behind_the_slots_in_flight():
+    """ring_queue: lat_q = ring_queue_us_per_mb * a * B * slot bytes / 1e6 in the period's
+    latency term, so a latency-bound ring of one tile row slows with its CTAs and with its
+    depth; the fill does not wait; off, every prediction is as before."""
+    q = W.default_constants(GPU).ring_queue_us_per_mb
+    row = dict(tile_m=128, tile_n=64, stages=4, persistent=True, raster="row", k=8192)
+    df = pl.concat([_decode(m=128, n=64 * c, **row) for c in (1, 8, 64)])
+    on, off = W.predict(df, PS), W.predict(df, PS, ring_queue=False)
+    slot = (128 + 64) * 64 * 2  # a CTA's A and B boxes of a k-block, bf16
+    for i, ctas in enumerate((1, 8, 64)):
+        lat_q = q * ctas * 4 * slot / 1e6
+        assert on["fill_us"][i] == off["fill_us"][i]
+        assert on["limiter"][i] == off["limiter"][i] == "latency"
+        # a p-norm of the period's terms: at least most of lat_q / B a k-block, at most all
+        more = on["stage_period_us"][i] - off["stage_period_us"][i]
+        assert 0.5 * lat_q / 4 < more <= lat_q / 4 + 1e-12
+    assert on["stage_period_us"][2] > on["stage_period_us"][1] >= on["stage_period_us"][0]
 
 
 def test_k_sharing_switches_leave_every_other_row_bit_for_bit():

@@ -156,6 +156,10 @@ class PipelinedConstants:
     fixup_sync_us: float = _const(
         fixed(1.0), "us", "a partial's arrival: memory fence, atomic counter round trip, warpgroup barrier",
         0.0, 10.0, rows=k_shared)
+    ring_queue_us_per_mb: float = _const(
+        fixed(0.04), "us/MB", "what a ring slot's round trip waits behind each MB of ring slots in flight on the GPU "
+        "(every CTA of the wave keeps B slots of its A and B boxes in flight; benchmarks/ring_depth_probe.py --ctas: "
+        "the round trip grows 1.3-1.9x from 1 to 64 CTAs, 0.04-0.12 us a MB, the default its lower figure)", 0.0, 0.5)
     stream_k_lookup_us: float = _const(
         clocks(440.0), "us", "stream-K's read-back finds each partial's workspace slot before its loads issue: "
         "its contributor's first iteration (an integer division) and a 64-bit address for each load, about 110 "

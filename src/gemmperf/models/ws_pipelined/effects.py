@@ -134,8 +134,25 @@ def smem_limit(x: Inputs, t_math, t_smem):
 
 def latency_term(x: Inputs, t_load, t_c, lat_oob):
     """(lat_ring + lat_oob + x + Tc) / B: a ring buffer's cycle (load latency, transfer,
-    multiply) shared by the B buffers that rotate through it."""
+    multiply) shared by the B buffers that rotate through it; ``lat_oob``: what the round
+    trip waits beyond lat_ring (the zero fill's, ``boundary_fill``, and the queue of slots
+    in flight, ``ring_queue``)."""
     return (ring_latency(x) + lat_oob + t_load + t_c) / x.stages
+
+
+def ring_queue(x: Inputs, a, slot_bytes):
+    """Time lat_q that a ring slot's round trip waits behind the ring slots in flight on
+    the GPU (``ring_queue``): each of the wave's ``a`` CTAs keeps its B slots of
+    ``slot_bytes`` (its A and B boxes of a k-block, after multicast) in flight, and a load
+    queues behind them,
+        lat_q(a) = ring_queue_us_per_mb * a * B * slot_bytes / 1e6,
+    in the period's latency term only (the fill's first loads are at the head of the
+    queue). benchmarks/ring_depth_probe.py --ctas: with 1-8 CTAs of one tile row a slot's
+    round trip is 0.76-0.92 us, by 64 CTAs 1.3-1.9x that, 0.04-0.12 us for each MB of slots
+    in flight, while the multiply alone does not move. Off: 0."""
+    if not x.on.ring_queue:
+        return np.zeros(x.shape)
+    return x.c.ring_queue_us_per_mb * a * x.stages * slot_bytes / 1e6
 
 
 def pipelining(x: Inputs, t_load, t_c, lat_oob, z_mc):

@@ -42,6 +42,7 @@ class Switches:
     dram_writes: bool = True
     multicast_reads: bool = True
     stream_k_lookup: bool = True
+    ring_queue: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
