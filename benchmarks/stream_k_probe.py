@@ -139,6 +139,8 @@ def predict(path) -> list[str]:
     """The run at ``path`` (this probe's CSV) beside the fitted model: one line a shape and
     epilogue (stream-K over data-parallel, measured and predicted), then predicted over
     measured by schedule and epilogue (geometric means)."""
+    import csv
+    import math
     from pathlib import Path
 
     import polars as pl
@@ -149,25 +151,29 @@ def predict(path) -> list[str]:
     from gemmperf.models import ws_pipelined as W
 
     _, fitted = fit_in_sample()
-    # the run's label columns, prefixed: its "schedule" (stream-k or data-parallel) is not the config's
-    keys = [f"run_{k}" for k in label(tasks()[0])]
-    runs = pl.read_csv(path).filter(pl.col("status") == "ok").rename(lambda c: f"run_{c}")
-    named = pl.DataFrame([{**t, **{f"run_{k}": v for k, v in label(t).items()}} for t in tasks()])
-    pred = W.predict(named.join(runs.select(*keys, pl.col("run_time_us").alias("time_us")), on=keys), fitted)
-    pred = pred.rename(lambda c: c.removeprefix("run_") if c.startswith("run_") else f"config_{c}"
-                       if c in ("schedule", "epilogue") else c)
-    wide = pred.select("shape", "config", "schedule", "epilogue", "time_us", "predicted_us").pivot(
-        on="schedule", index=["shape", "config", "epilogue"], values=["time_us", "predicted_us"])
+    todo = tasks()
+    predicted = W.predict(pl.DataFrame(todo), fitted).get_column("predicted_us").to_list()
+    with open(path) as f:
+        measured = {(r["shape"], r["config"], r["schedule"], r["epilogue"]): float(r["time_us"])
+                    for r in csv.DictReader(f) if r["status"] == "ok"}
+    times = {}  # (shape, config, epilogue) -> schedule -> (measured, predicted)
+    for t, p in zip(todo, predicted):
+        run = label(t)
+        key = (run["shape"], run["config"], run["schedule"], run["epilogue"])
+        if key in measured:
+            times.setdefault(key[:2] + key[3:], {})[run["schedule"]] = (measured[key], p)
     out = [f"{'shape':<18} {'epilogue':<8} {'measured sk/dp':>14} {'predicted sk/dp':>15}"]
-    for r in wide.drop_nulls().iter_rows(named=True):
-        out.append(f"{r['shape']:<18} {r['epilogue']:<8} "
-                   f"{r['time_us_stream-k'] / r['time_us_data-parallel']:14.2f} "
-                   f"{r['predicted_us_stream-k'] / r['predicted_us_data-parallel']:15.2f}")
-    means = pred.group_by("schedule", "epilogue").agg(
-        pl.len().alias("runs"), (pl.col("predicted_us") / pl.col("time_us")).log().mean().exp().alias("ratio"))
-    out.append("predicted / measured (geomean): " + ", ".join(
-        f"{r['schedule']} {r['epilogue']} {r['ratio']:.3f} ({r['runs']})"
-        for r in means.sort("schedule", "epilogue", descending=[True, False]).iter_rows(named=True)))
+    for (shape, _, epilogue), t in times.items():
+        if len(t) == 2:
+            (ms, ps), (md, pd) = t["stream-k"], t["data-parallel"]
+            out.append(f"{shape:<18} {epilogue:<8} {ms / md:14.2f} {ps / pd:15.2f}")
+    means = []
+    for schedule in ("stream-k", "data-parallel"):
+        for epilogue in ("direct", "tma"):
+            logs = [math.log(p / m) for (_, _, e), t in times.items() if e == epilogue and schedule in t
+                    for m, p in [t[schedule]]]
+            means.append(f"{schedule} {epilogue} {math.exp(sum(logs) / len(logs)):.3f} ({len(logs)})")
+    out.append("predicted / measured (geomean): " + ", ".join(means))
     return out
 
 
