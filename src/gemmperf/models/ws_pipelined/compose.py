@@ -20,7 +20,7 @@ class Limiter(IntEnum):
     L2 = 1  # the transfer x, L2 term
     MATH = 2  # the tensor cores (Tc = T_MATH)
     SMEM = 3  # shared-memory bandwidth (Tc = T_SMEM)
-    LATENCY = 4  # the ring's latency term (lat_ring + lat_oob + x + Tc) / B
+    LATENCY = 4  # the ring's latency term (lat_ring + lat_oob + lat_q + x + Tc) / B
     EPILOGUE = 5  # the epilogue exceeds the tile's K loop
     WRITES = 6  # the epilogue exceeds the tile's K loop because C's stores wait for DRAM (dram_writes' backlog)
 

@@ -132,12 +132,12 @@ def smem_limit(x: Inputs, t_math, t_smem):
     return np.maximum(t_math, t_smem) if x.on.smem_limit else t_math
 
 
-def latency_term(x: Inputs, t_load, t_c, lat_oob):
-    """(lat_ring + lat_oob + x + Tc) / B: a ring buffer's cycle (load latency, transfer,
-    multiply) shared by the B buffers that rotate through it; ``lat_oob``: what the round
-    trip waits beyond lat_ring (the zero fill's, ``boundary_fill``, and the queue of slots
-    in flight, ``ring_queue``)."""
-    return (ring_latency(x) + lat_oob + t_load + t_c) / x.stages
+def latency_term(x: Inputs, t_load, t_c, lat_wait):
+    """(lat_ring + lat_wait + x + Tc) / B: a ring buffer's cycle (load latency, transfer,
+    multiply) shared by the B buffers that rotate through it; ``lat_wait``: what the round
+    trip waits beyond lat_ring, the zero fill's latency lat_oob (``boundary_fill``) plus the
+    queue of slots in flight lat_q (``ring_queue``)."""
+    return (ring_latency(x) + lat_wait + t_load + t_c) / x.stages
 
 
 def ring_queue(x: Inputs, a, slot_bytes):
@@ -155,18 +155,19 @@ def ring_queue(x: Inputs, a, slot_bytes):
     return x.c.ring_queue_us_per_mb * a * x.stages * slot_bytes / 1e6
 
 
-def pipelining(x: Inputs, t_load, t_c, lat_oob, z_mc):
+def pipelining(x: Inputs, t_load, t_c, lat_wait, z_mc):
     """(K loop of one tile after its fill, steady period) with the loop pipelined through the ring.
 
     The steady period is the ring's cycle mean, the slowest of its terms
-        Pk = max(Tc, x, z_mc, (lat_ring + lat_oob + x + Tc) / B)
-    (z_mc = ``oob_multicast``'s term) taken softly where ``ring_jitter`` is on (times
-    ``cluster_lockstep``'s factor), and the loop after the fill takes (S - 1)*Pk + Tc.
+        Pk = max(Tc, x, z_mc, (lat_ring + lat_wait + x + Tc) / B)
+    (lat_wait = lat_oob + lat_q, see ``latency_term``; z_mc = ``oob_multicast``'s term)
+    taken softly where ``ring_jitter`` is on (times ``cluster_lockstep``'s factor), and the
+    loop after the fill takes (S - 1)*Pk + Tc.
     Off: the whole K extent is one block (gemm-model): max(S*x, S*Tc) - x after the fill."""
     s = x.grid.k_blocks
     if not x.on.pipelining:
         return np.maximum(s * t_load, s * t_c) - t_load, np.maximum(t_load, t_c)
-    terms = (t_c, t_load, z_mc, latency_term(x, t_load, t_c, lat_oob))
+    terms = (t_c, t_load, z_mc, latency_term(x, t_load, t_c, lat_wait))
     period = ring_jitter(x, *terms) * cluster_lockstep(x)
     return (s - 1) * period + t_c, period
 
