@@ -1,18 +1,22 @@
-"""The residual correction's tree settings, leave-one-testlist-out on the development data.
+"""The residual correction's tree settings and features, leave-one-testlist-out on the
+development data.
 
 The constants are fitted once per left-out testlist (on the other lists, as the protocol
 does); only the correction varies: each variant is trained on the fold's training
-predictions and scored on the left-out list. Prints, per variant, the corrected MAPE,
+predictions and scored on the left-out list. A variant is either tree settings
+(``VARIANTS``) or the shipped trees on other features (``FEATURE_VARIANTS``: features
+dropped from and added to ``fit.residual.FEATURES``). Prints, per variant, the corrected MAPE,
 p95, per-shape Spearman and regret (ties at their mean) of every development row, with
 the fitted model's figures for reference. The sealed list is never read.
 
     python benchmarks/residual_sweep.py [--gpu h100-sxm5-80gb] [--dtype bf16] [--jobs 2]
-        [--variants leaf8,leaf32,...]
+        [--variants leaf8,leaf32,without-period,...]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing as mp
 import sys
 import time
@@ -35,6 +39,58 @@ VARIANTS = {
     "leaf8-rate0.02": {"min_samples_leaf": 8, "learning_rate": 0.02},
     "leaf8-absolute": {"min_samples_leaf": 8, "loss": "absolute_error"},
 }
+# name -> (FEATURES dropped, features added: name -> function of no argument giving a polars
+# expression over a ws-pipelined prediction table); the shipped tree settings. Issue 17 step
+# 21 added period_over_math and period_over_load (benchmarks/MODEL_ACCURACY.md)
+RING_TERMS = ("period_over_math", "period_over_load")
+
+
+def _col(name):
+    import polars as pl
+
+    return pl.col(name).cast(pl.Float64)
+
+
+def pl_max(*exprs):
+    import polars as pl
+
+    return pl.max_horizontal(*exprs)
+
+
+FEATURE_VARIANTS = {
+    "without-period": (RING_TERMS, {}),
+    "period-over-max": (RING_TERMS, {"period_over_max": lambda: (
+        _col("stage_period_us") / pl_max(_col("stage_math_us"), _col("stage_load_us"))).log(2)}),
+    "ring-share-wave-ctas": (RING_TERMS, {"ring_share": lambda: _col("ring_us") / _col("predicted_us"),
+                                          "log_wave_ctas": lambda: _col("wave_ctas").log(2)}),
+    "six-ring-features": ((), {"ring_share": lambda: _col("ring_us") / _col("predicted_us"),
+                               "log_wave_ctas": lambda: _col("wave_ctas").log(2),
+                               "log_work_items": lambda: _col("work_items").log(2),
+                               "slot_kb": lambda: (_col("tile_m") + _col("tile_n")) * _col("tile_k") * 2 / 1024}),
+}
+
+
+@contextlib.contextmanager
+def features_of(name: str):
+    """Within it, the residual correction computes the features of variant ``name``
+    (FEATURE_VARIANTS; any other name: FEATURES as shipped)."""
+    from gemmperf.fit import residual
+
+    if name not in FEATURE_VARIANTS:
+        yield
+        return
+    drop, add = FEATURE_VARIANTS[name]
+    shipped = residual.feature_exprs
+
+    def exprs(sms):
+        out = {k: e for k, e in shipped(sms).items() if k not in drop}
+        return {**out, **{k: make() for k, make in add.items()}}
+
+    residual.feature_exprs = exprs
+    try:
+        yield
+    finally:
+        residual.feature_exprs = shipped
 
 
 def _use_src():
@@ -50,7 +106,7 @@ def _score(task):
 
     name, settings, folds, sms = task
     out = []
-    with single_thread_blas():
+    with single_thread_blas(), features_of(name):
         for fold, train, test in folds:
             corr = Correction.fit(train, sms, **settings)
             out.append(corr(test).with_columns(pl.lit(fold).alias("fold"), pl.col("predicted_us").alias("fitted_us")))
@@ -62,11 +118,12 @@ def main(argv=None) -> int:
     p.add_argument("--gpu", default="h100-sxm5-80gb")
     p.add_argument("--dtype", default="bf16")
     p.add_argument("--jobs", type=int, default=0, help="worker processes (0: every core)")
-    p.add_argument("--variants", default=",".join(VARIANTS), help=f"of {', '.join(VARIANTS)}")
+    known = {**VARIANTS, **{name: {} for name in FEATURE_VARIANTS}}
+    p.add_argument("--variants", default=",".join(VARIANTS), help=f"of {', '.join(known)}")
     args = p.parse_args(argv)
-    unknown = [v for v in args.variants.split(",") if v not in VARIANTS]
+    unknown = [v for v in args.variants.split(",") if v not in known]
     if unknown:
-        print(f"--variants: unknown {', '.join(unknown)}; known: {', '.join(VARIANTS)}", file=sys.stderr)
+        print(f"--variants: unknown {', '.join(unknown)}; known: {', '.join(known)}", file=sys.stderr)
         return 2
     sys.path.insert(0, str(ROOT / "benchmarks"))
     _use_src()
@@ -94,7 +151,7 @@ def main(argv=None) -> int:
             fitted, _ = C.fit_constants(dev[train], pset)
             folds.append((fold, W.predict(dev[train], fitted), W.predict(dev[test], fitted)))
     print(f"{dev.height} development rows, constants fitted per left-out list in {time.monotonic() - start:.0f} s")
-    tasks = [(v, VARIANTS[v], folds, gpu.sms) for v in args.variants.split(",")]
+    tasks = [(v, known[v], folds, gpu.sms) for v in args.variants.split(",")]
     jobs = min(args.jobs or available_cores(), len(tasks))
     if jobs <= 1:
         results = [_score(t) for t in tasks]

@@ -1,7 +1,7 @@
 """benchmarks/residual_sweep.py without the shipped data: every variant names settings the
-residual regressor takes, an unknown variant is refused in one line with status 2, and a
-variant's scoring corrects every left-out row of every fold, each by the trees of its own
-fold."""
+residual regressor takes, every feature variant computes its features (and only within
+its scoring), an unknown variant is refused in one line with status 2, and a variant's
+scoring corrects every left-out row of every fold, each by the trees of its own fold."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import polars as pl
 
 from gemmperf.fit import accuracy as A
 from gemmperf.fit import protocol as P
+from gemmperf.fit import residual as R
 from gemmperf.fit.residual import ResidualRegressor
 from gemmperf.hardware import CATALOG
 from gemmperf.models import ws_pipelined as W
@@ -29,6 +30,19 @@ def test_every_variant_is_a_regressor_setting():
         model = ResidualRegressor(**settings)
         assert all(getattr(model, k) == v for k, v in settings.items()), name
         assert f"leaf{settings['min_samples_leaf']}" in name  # each named with its leaf size
+
+
+def test_every_feature_variant_computes_its_features_only_within():
+    sweep = load_script(ROOT / "benchmarks" / "residual_sweep.py")
+    pred = W.predict(pl.DataFrame([{"m": m, "n": n, "k": 4096, "tile_m": 128, "tile_n": 256, "stages": 4}
+                                   for m, n in [(1, 4096), (4096, 4096), (333, 1000)]]), PS)
+    for name, (drop, add) in sweep.FEATURE_VARIANTS.items():
+        with sweep.features_of(name):
+            f = R.features(pred, GPU.sms)
+        assert set(drop) <= set(R.FEATURES) and not set(add) & set(R.FEATURES), name
+        assert list(f.columns) == [c for c in R.FEATURES if c not in drop] + list(add), name
+        assert all(f[c].is_finite().all() for c in f.columns), name
+        assert list(R.features(pred, GPU.sms).columns) == list(R.FEATURES)  # as shipped again
 
 
 def test_an_unknown_variant_is_refused_in_one_line(capsys):

@@ -18,6 +18,9 @@ prediction table, see ``features``) have a physical meaning:
   log_pred          log2 predicted time
   log_m, log_n, log_k, log_tiles_m, log_tiles_n   problem and tile-grid extents
   load_over_math    log2 of the model's per-k-block transfer over multiply time
+  period_over_math, period_over_load   log2 of the ring's steady period over the
+                    multiply and over the transfer of a k-block: how far the latency term
+                    (or the p-norm of close terms) holds the loop above either
   log_wave_bytes    log2 of the padded A + B bytes (against the L2 size)
   log_flop_rate     log2 of padded flops over the predicted time (power draw; with
                     log_pred, what the power limit's clock drops follow)
@@ -101,6 +104,10 @@ def feature_exprs(sms: int) -> dict[str, pl.Expr]:
         "log_m": m.log(2), "log_n": n.log(2), "log_k": k.log(2),
         "log_tiles_m": ceil(m, tm).log(2), "log_tiles_n": ceil(n, tn).log(2),
         "load_over_math": (pl.col("stage_load_us") / pl.col("stage_math_us")).log(2),
+        # where the ring's period sits above its multiply and its transfer: the latency-bound
+        # rows (59% of the fitted model's error in sample) told apart by how far
+        "period_over_math": (pl.col("stage_period_us") / pl.col("stage_math_us")).log(2),
+        "period_over_load": (pl.col("stage_period_us") / pl.col("stage_load_us")).log(2),
         "log_wave_bytes": ((ceil(m, tm) * tm * k + ceil(n, tn) * tn * k) * _bytes()).log(2),
         # sustained tensor-core rate the model predicts: long runs at a high rate hit the
         # power limit and the SM clock drops (recorded per row, unknown at prediction time)
@@ -126,7 +133,7 @@ def features(pred: pl.DataFrame, sms: int) -> pl.DataFrame:
     need = {"m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "persistent", "raster", "dtype",
             "predicted_us", "limiter", "k_stages", "waves", "last_wave_sms", "tiles", "padding_waste",
             "l2_hit_rate_est", "mainloop_us", "epilogue_us", "fill_us", "stage_load_us", "stage_math_us",
-            "epilogue", "schedule", "cluster_m", "cluster_n", "split_k", "stream_k", "reduction_us"}
+            "stage_period_us", "epilogue", "schedule", "cluster_m", "cluster_n", "split_k", "stream_k", "reduction_us"}
     missing = sorted(need - set(pred.columns))
     if missing:
         raise UserError(f"residual features need a {BASE_MODEL} prediction table; missing {', '.join(missing)}")
