@@ -57,12 +57,31 @@ def pl_max(*exprs):
     return pl.max_horizontal(*exprs)
 
 
+def far_panel_kb():
+    """log2 of the KB of distinct panels a wave reads a k-block of the operand whose readers
+    sit apart in launch order (benchmarks/footprint_probe.py: the reads merge below 224-256
+    KB): B's in row raster, A's in column and grouped raster (at most the wave's units or
+    the group's rows)."""
+    import polars as pl
+
+    units_m = (_col("m") / _col("tile_m")).ceil() / _col("cluster_m")
+    units_n = (_col("n") / _col("tile_n")).ceil() / _col("cluster_n")
+    wave = _col("wave_ctas") / (_col("cluster_m") * _col("cluster_n"))
+    kb = _col("tile_k") * 2 / 1024
+    row = pl.min_horizontal(units_n, wave) * _col("tile_n") * _col("cluster_n") * kb
+    column = pl.min_horizontal(units_m, wave) * _col("tile_m") * _col("cluster_m") * kb
+    grouped = pl.min_horizontal(_col("group_m"), units_m, wave) * _col("tile_m") * _col("cluster_m") * kb
+    raster = pl.col("raster")
+    return pl.when(raster == "row").then(row).when(raster == "column").then(column).otherwise(grouped).log(2)
+
+
 FEATURE_VARIANTS = {
     "without-period": (RING_TERMS, {}),
     "period-over-max": (RING_TERMS, {"period_over_max": lambda: (
         _col("stage_period_us") / pl_max(_col("stage_math_us"), _col("stage_load_us"))).log(2)}),
     "ring-share-wave-ctas": (RING_TERMS, {"ring_share": lambda: _col("ring_us") / _col("predicted_us"),
                                           "log_wave_ctas": lambda: _col("wave_ctas").log(2)}),
+    "far-panel-kb": ((), {"far_panel_kb": far_panel_kb}),
     "six-ring-features": ((), {"ring_share": lambda: _col("ring_us") / _col("predicted_us"),
                                "log_wave_ctas": lambda: _col("wave_ctas").log(2),
                                "log_work_items": lambda: _col("work_items").log(2),
