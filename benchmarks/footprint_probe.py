@@ -32,6 +32,7 @@ sets the fitted model's time over the measured beside each full-mode run.
 
 from __future__ import annotations
 
+import csv
 import math
 import sys
 
@@ -130,32 +131,18 @@ def summary(rows: list[dict], extra: dict | None = None) -> list[str]:
 
 def predict(path, sweep: bool = False) -> list[str]:
     """The run at ``path`` (of ``--sweep`` with ``sweep``) beside the fitted model
-    (ws-pipelined fitted on every development row, model_ceiling.py): each full-mode run's
-    predicted over measured time."""
-    import csv
-    from pathlib import Path
+    (probes.predicted): each full-mode run's predicted over measured time."""
+    from probes import measured, predicted
 
-    import polars as pl
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from model_ceiling import fit_in_sample
-
-    from gemmperf.models import ws_pipelined as W
-
-    _, fitted = fit_in_sample()
     full = [t for t in (sweep_tasks() if sweep else tasks()) if t["mode"] == "full"]
-    cols = [c for c in full[0] if c != "probe"]
-    predicted = W.predict(pl.DataFrame([{c: t[c] for c in cols} for t in full]), fitted)["predicted_us"].to_list()
+    times = measured(path, ("config", "shape", "mode", "raster"))
+    ratio = {}
+    for t, p in zip(full, predicted([{c: v for c, v in t.items() if c != "probe"} for t in full])):
+        key = tuple(label(t)[c] for c in ("config", "shape", "mode", "raster"))
+        if key in times:
+            ratio[key] = p / times[key]
     with open(path) as f:
         rows = list(csv.DictReader(f))
-    measured = {(r["config"], r["shape"], r["mode"], r["raster"]): float(r["time_us"])
-                for r in rows if r["status"] == "ok"}
-    ratio = {}
-    for t, p in zip(full, predicted):
-        run = label(t)
-        key = (run["config"], run["shape"], run["mode"], run["raster"])
-        if key in measured:
-            ratio[key] = p / measured[key]
     logs = [math.log(v) for v in ratio.values()]
     mape = 100 * sum(abs(v - 1) for v in ratio.values()) / len(ratio)
     return summary(rows, ratio) + [f"predicted / measured over {len(ratio)} full runs: geomean "

@@ -1,8 +1,8 @@
 """What the GPU probes of benchmarks/ (cluster, oob_box, raster, ring_depth, zero_fill,
-zero_fill_rows) share: one run measured as a sweep measures it, the loop over a probe's
-runs, and their CSV. GPU-side: numpy +
-cuda-python only; the gemmperf imports are inside the functions, so a probe's task list
-loads without them."""
+zero_fill_rows, footprint, stream_k) share: one run measured as a sweep measures it, the
+loop over a probe's runs, and their CSV; reading a run back beside the fitted model
+(``measured``, ``predicted``). GPU-side: numpy + cuda-python only; the gemmperf and polars
+imports are inside the functions, so a probe's task list loads without them."""
 
 from __future__ import annotations
 
@@ -65,3 +65,29 @@ def run(args, gpu, meas, tasks, label) -> list[dict]:
     if args.out:
         write_csv(args.out, rows)
     return rows
+
+
+def measured(path, columns: tuple[str, ...]) -> dict[tuple, float]:
+    """The verified runs of the probe CSV at ``path``: their ``columns`` (as written, the
+    run's label) -> time_us."""
+    with open(path) as f:
+        return {tuple(r[c] for c in columns): float(r["time_us"]) for r in csv.DictReader(f) if r["status"] == "ok"}
+
+
+def predicted(tasks: list[dict]) -> list[float]:
+    """ws-pipelined's predicted time (us) of each of ``tasks`` (a probe's runs: ``m``, ``n``,
+    ``k`` and the configuration's fields), its constants fitted on every development row
+    (model_ceiling.fit_in_sample: the H100's bf16 data, the sealed list never read). Needs
+    polars: run on the development machine, not the GPU one."""
+    import sys
+    from pathlib import Path
+
+    import polars as pl
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from model_ceiling import fit_in_sample
+
+    from gemmperf.models import ws_pipelined as W
+
+    _, fitted = fit_in_sample()
+    return W.predict(pl.DataFrame(tasks), fitted).get_column("predicted_us").to_list()

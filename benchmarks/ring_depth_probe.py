@@ -98,14 +98,8 @@ def predict(path, **selection) -> list[str]:
     beside the fitted model: one line a tile, CTA count (cluster, schedule) of the full-mode
     runs, predicted over measured at each ring depth, then the MAPE over them."""
     import csv
-    from pathlib import Path
 
-    import polars as pl
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from model_ceiling import fit_in_sample
-
-    from gemmperf.models import ws_pipelined as W
+    from probes import predicted
 
     with open(path) as f:
         runs = list(csv.DictReader(f))
@@ -114,8 +108,7 @@ def predict(path, **selection) -> list[str]:
                                      for r, t in zip(runs, todo)):
         raise SystemExit(f"{path}: not a run of this selection ({', '.join(k for k, v in selection.items() if v)})")
     full = [(t, r) for t, r in zip(todo, runs) if t["mode"] == "full" and r["status"] == "ok"]
-    _, fitted = fit_in_sample()
-    pred = W.predict(pl.DataFrame([t for t, _ in full]), fitted).get_column("predicted_us").to_list()
+    pred = predicted([t for t, _ in full])
     ratio = {}
     for (t, r), p in zip(full, pred):
         name = " ".join(str(v) for k, v in label(t, True).items() if k in ("tile", "ctas", "cluster", "schedule"))

@@ -139,29 +139,18 @@ def predict(path) -> list[str]:
     """The run at ``path`` (this probe's CSV) beside the fitted model: one line a shape and
     epilogue (stream-K over data-parallel, measured and predicted), then predicted over
     measured by schedule and epilogue (geometric means)."""
-    import csv
     import math
-    from pathlib import Path
 
-    import polars as pl
+    from probes import measured, predicted
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from model_ceiling import fit_in_sample
-
-    from gemmperf.models import ws_pipelined as W
-
-    _, fitted = fit_in_sample()
     todo = tasks()
-    predicted = W.predict(pl.DataFrame(todo), fitted).get_column("predicted_us").to_list()
-    with open(path) as f:
-        measured = {(r["shape"], r["config"], r["schedule"], r["epilogue"]): float(r["time_us"])
-                    for r in csv.DictReader(f) if r["status"] == "ok"}
+    times_of = measured(path, ("shape", "config", "schedule", "epilogue"))
     times = {}  # (shape, config, epilogue) -> schedule -> (measured, predicted)
-    for t, p in zip(todo, predicted):
+    for t, p in zip(todo, predicted(todo)):
         run = label(t)
         key = (run["shape"], run["config"], run["schedule"], run["epilogue"])
-        if key in measured:
-            times.setdefault(key[:2] + key[3:], {})[run["schedule"]] = (measured[key], p)
+        if key in times_of:
+            times.setdefault(key[:2] + key[3:], {})[run["schedule"]] = (times_of[key], p)
     out = [f"{'shape':<18} {'epilogue':<8} {'measured sk/dp':>14} {'predicted sk/dp':>15}"]
     for (shape, _, epilogue), t in times.items():
         if len(t) == 2:

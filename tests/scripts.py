@@ -4,11 +4,15 @@ probe's runs."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 
 def load_script(path: Path, name: str | None = None):
-    """The module of the script at ``path`` (imported afresh, under ``name`` or its stem)."""
+    """The module of the script at ``path`` (imported afresh, under ``name`` or its stem),
+    its folder on the import path as when it is run (benchmarks' scripts import probes)."""
+    if str(path.parent) not in sys.path:
+        sys.path.append(str(path.parent))
     spec = importlib.util.spec_from_file_location(name or path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -18,6 +18,17 @@ RUN = ROOT / "benchmarks" / "results" / "store_probe" / "store_probe_h100_2026-1
 PITCH = ROOT / "benchmarks" / "results" / "store_probe" / "store_probe_pitch_h100_2026-11-27.csv"
 
 
+def _rates(path):
+    """(C's MB per us of each verified run, keyed by (config, m, n); the DRAM rates' rows,
+    config -> TB/s) of a store_probe CSV whose 60 runs must all be verified."""
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    kernels = [r for r in rows if r["m"]]
+    assert len(kernels) == 60 and all(r["status"] == "ok" for r in kernels)
+    rate = {(r["config"], int(r["m"]), int(r["n"])): float(r["c_mb"]) / float(r["time_us"]) for r in kernels}
+    return rate, {r["config"]: float(r["reason"]) for r in rows if not r["m"]}
+
+
 def test_the_runs_are_legal_and_distinct():
     probe = load_script(ROOT / "benchmarks" / "store_probe.py")
     gpu = get_gpu("h100-sxm5-80gb")
@@ -36,12 +47,7 @@ def test_the_runs_are_legal_and_distinct():
 
 
 def test_the_h100_run_is_verified_and_c_reaches_dram_at_the_write_rate():
-    with open(RUN) as f:
-        rows = list(csv.DictReader(f))
-    kernels = [r for r in rows if r["m"]]
-    assert len(kernels) == 60 and all(r["status"] == "ok" for r in kernels)
-    rate = {(r["config"], int(r["m"]), int(r["n"])): float(r["c_mb"]) / float(r["time_us"]) for r in kernels}
-    dram = {r["config"]: float(r["reason"]) for r in rows if not r["m"]}
+    rate, dram = _rates(RUN)
     gpu = get_gpu("h100-sxm5-80gb")
     assert 0.9 < dram["dram write_TBps"] / (gpu.dram_bytes_per_s / 1e12) < 1.0
     for config in ("128x256 cooperative tma", "128x128 pingpong tma"):
@@ -57,12 +63,7 @@ def test_the_h200_run_reaches_dram_at_a_like_share_of_its_datasheet():
     """The same probe on a lent H200 (2026-11-27): TMA stores level at 3.05-3.4 TB/s, about
     0.70 of its datasheet (the model's default assumes 0.75 on every GPU, 7-18% above), the
     direct epilogue's at the H100's 1.4 TB/s (bound by the threads' issue, not DRAM)."""
-    with open(RUN.with_name("store_probe_h200_2026-11-27.csv")) as f:
-        rows = list(csv.DictReader(f))
-    kernels = [r for r in rows if r["m"]]
-    assert len(kernels) == 60 and all(r["status"] == "ok" for r in kernels)
-    rate = {(r["config"], int(r["m"]), int(r["n"])): float(r["c_mb"]) / float(r["time_us"]) for r in kernels}
-    dram = {r["config"]: float(r["reason"]) for r in rows if not r["m"]}
+    rate, dram = _rates(RUN.with_name("store_probe_h200_2026-11-27.csv"))
     datasheet = get_gpu("h200-sxm-141gb").dram_bytes_per_s / 1e12
     assert 0.9 < dram["dram write_TBps"] / datasheet < 1.0
     for config in ("128x256 cooperative tma", "128x128 pingpong tma"):
