@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # name -> ResidualRegressor settings different from its defaults' (1200 trees, depth 4,
-# learning rate 0.05, Huber loss; each named with its leaf size)
+# learning rate 0.05, Huber loss, leaves of 32 rows, every row and feature)
 VARIANTS = {
     "leaf8": {"min_samples_leaf": 8},
     "leaf16": {"min_samples_leaf": 16},
@@ -38,6 +38,12 @@ VARIANTS = {
     "leaf32-depth3": {"min_samples_leaf": 32, "max_depth": 3},
     "leaf8-rate0.02": {"min_samples_leaf": 8, "learning_rate": 0.02},
     "leaf8-absolute": {"min_samples_leaf": 8, "loss": "absolute_error"},
+    # stochastic boosting on the shipped leaf size (each tree on a share of the rows or each
+    # split on a share of the features, random_state 0)
+    "subsample0.5": {"subsample": 0.5},
+    "subsample0.8": {"subsample": 0.8},
+    "max-features0.5": {"max_features": 0.5},
+    "subsample0.5-max-features0.5": {"subsample": 0.5, "max_features": 0.5},
 }
 # name -> (FEATURES dropped, features added: name -> function of no argument giving a polars
 # expression over a ws-pipelined prediction table); the shipped tree settings. Issue 17 step

@@ -41,6 +41,23 @@ def test_tree_arrays_match_sklearn_and_json_roundtrip():
         est.predict(X[:, :3])
 
 
+def test_stochastic_boosting_is_sklearns_and_repeats_with_its_seed():
+    """subsample / max_features (residual_sweep's stochastic variants) reach sklearn's fit, and
+    a fixed random_state gives the same trees twice; another seed other trees."""
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 6))
+    y = X[:, 0] ** 2 + 0.5 * (X[:, 2] > 0) + 0.01 * rng.normal(size=300)
+    settings = {"n_estimators": 40, "max_depth": 3, "subsample": 0.5, "max_features": 0.5}
+    est = ResidualRegressor(**settings).fit(X, y)
+    ref = GradientBoostingRegressor(**settings, min_samples_leaf=est.min_samples_leaf, loss="huber",
+                                    learning_rate=0.05, random_state=0).fit(X, y)
+    np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(ResidualRegressor(**settings).fit(X, y).predict(X), est.predict(X))
+    assert np.abs(ResidualRegressor(**settings, random_state=1).fit(X, y).predict(X) - est.predict(X)).max() > 1e-6
+
+
 def test_features_are_finite_and_named():
     f = features(table(), 132)
     assert tuple(f.columns) == FEATURES

@@ -29,8 +29,8 @@ prediction table, see ``features``) have a physical meaning:
   reduction_share   split-K's / stream-K's partial writes and fix-up over the total
 
 Estimator: ``ResidualRegressor``, gradient-boosted shallow regression trees (sklearn's
-GradientBoostingRegressor, Huber loss, fixed random_state, no subsampling: the fit is
-deterministic). Serialization without pickle: after fitting, every tree is copied into
+GradientBoostingRegressor, Huber loss, fixed random_state, by default no row or feature
+subsampling: the fit is deterministic). Serialization without pickle: after fitting, every tree is copied into
 plain arrays (feature, threshold, left, right, value); ``predict`` walks those arrays
 itself, vectorized over rows, and ``to_dict``/``from_dict`` round-trip them through
 JSON exactly. Why this choice: boosted trees capture the piecewise behaviour of GEMM
@@ -158,13 +158,15 @@ class ResidualRegressor(RegressorMixin, BaseEstimator):
     issue 17 step 16)."""
 
     def __init__(self, n_estimators=1200, learning_rate=0.05, max_depth=4, min_samples_leaf=32,
-                 loss="huber", alpha=0.9, random_state=0):
+                 loss="huber", alpha=0.9, subsample=1.0, max_features=None, random_state=0):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
         self.min_samples_leaf = min_samples_leaf
         self.loss = loss
         self.alpha = alpha
+        self.subsample = subsample  # share of rows each tree sees (1.0: all; stochastic boosting below)
+        self.max_features = max_features  # share of features a split weighs (None: all)
         self.random_state = random_state
 
     def fit(self, X, y, progress: bool = False):
@@ -177,8 +179,8 @@ class ResidualRegressor(RegressorMixin, BaseEstimator):
             raise UserError(f"ResidualRegressor.fit: X {X.shape} and y {y.shape} do not match")
         gb = GradientBoostingRegressor(
             n_estimators=self.n_estimators, learning_rate=self.learning_rate, max_depth=self.max_depth,
-            min_samples_leaf=self.min_samples_leaf, loss=self.loss, alpha=self.alpha, subsample=1.0,
-            random_state=self.random_state)
+            min_samples_leaf=self.min_samples_leaf, loss=self.loss, alpha=self.alpha, subsample=self.subsample,
+            max_features=self.max_features, random_state=self.random_state)
         if progress:
             trees = bar(total=self.n_estimators, desc="residual correction", unit="tree")
             def monitor(*_) -> bool:  # sklearn calls it after each tree; False: go on (same fit)
