@@ -571,41 +571,6 @@ def test_a_slots_round_trip_waits_behind_the_slots_in_flight():
     assert on["stage_period_us"][2] > on["stage_period_us"][1] >= on["stage_period_us"][0]
 
 
-def test_a_two_stage_ring_of_two_or_more_row_blocks_holds_its_slot_a_multiply_longer():
-    """late_release: h = Tc in the period's latency term for two-stage rings whose consumer
-    warpgroup runs two or four m64 row blocks (cooperative 256-row tiles, ping-pong 128- and
-    256-row tiles); not at three stages, not with one row block; off, every row as before."""
-    row = dict(m=256, n=128 * 32, k=8192, persistent=True, raster="row")  # 32 CTAs of one tile row
-    cases = [(256, 128, 2, "cooperative", True), (256, 128, 3, "cooperative", False),
-             (128, 256, 2, "cooperative", False), (128, 128, 2, "pingpong", True), (64, 256, 2, "pingpong", False),
-             (256, 64, 2, "pingpong", True), (64, 128, 2, "cooperative", False)]
-    df = pl.concat([_big(tile_m=tm, tile_n=tn, stages=b, schedule=s, **row) for tm, tn, b, s, _ in cases])
-    on, off = W.predict(df, PS), W.predict(df, PS, late_release=False)
-    for i, (tm, tn, b, s, held) in enumerate(cases):
-        assert on["fill_us"][i] == off["fill_us"][i]
-        more = on["stage_period_us"][i] - off["stage_period_us"][i]
-        if held:  # Tc / 2 more in the latency term; the period, a p-norm of its terms, most of it
-            tc = off["stage_math_us"][i] if off["stage_math_us"][i] > off["stage_smem_us"][i] else off["stage_smem_us"][i]
-            assert off["limiter"][i] == "latency" and 0.5 * tc / 2 < more <= tc / 2 + 1e-12, (tm, tn, b, s)
-        else:
-            assert more == 0, (tm, tn, b, s)
-
-
-def test_the_models_row_blocks_are_the_kernels():
-    """wgmma_rows (the model's MA) is the kernel's warpgroup_rows over 64 for every tile and
-    schedule ws-hopper builds."""
-    from gemmperf.kernels import get_family
-    from gemmperf.models.ws_pipelined import effects as E
-    from gemmperf.models.ws_pipelined.inputs import SCHEDULE_CODES
-
-    hopper = get_family("ws-hopper")
-    cfgs = [KernelConfig("ws-hopper", "bf16", tm, tn, 64, 4, schedule=s)
-            for tm in (64, 128, 256) for tn in (64, 128, 256) for s in ("cooperative", "pingpong")]
-    x = SimpleNamespace(tile_m=np.array([c.tile_m for c in cfgs]),
-                        schedule=np.array([SCHEDULE_CODES[c.schedule] for c in cfgs]))
-    assert E.wgmma_rows(x).tolist() == [hopper.warpgroup_rows(c) // 64 for c in cfgs]
-
-
 def test_k_sharing_switches_leave_every_other_row_bit_for_bit():
     df = pl.concat([_big(), _big(epilogue="tma", cluster_m=2), _big(schedule="pingpong", tile_n=128),
                     _decode(), _decode(persistent=True, raster="column", stages=4)])

@@ -15,7 +15,7 @@ import numpy as np
 
 from .geometry import HOLDS, Span, line_shares, span_hit_rate
 from .geometry import cta_bytes as box_bytes
-from .inputs import SCHEDULE_CODES, Inputs
+from .inputs import Inputs
 
 
 def l2_reuse(x: Inputs, w: Span):
@@ -133,41 +133,11 @@ def smem_limit(x: Inputs, t_math, t_smem):
 
 
 def latency_term(x: Inputs, t_load, t_c, lat_wait):
-    """(lat_ring + lat_wait + x + Tc + h) / B: a ring buffer's cycle (load latency, transfer,
+    """(lat_ring + lat_wait + x + Tc) / B: a ring buffer's cycle (load latency, transfer,
     multiply) shared by the B buffers that rotate through it; ``lat_wait``: what the round
     trip waits beyond lat_ring, the zero fill's latency lat_oob (``boundary_fill``) plus the
-    queue of slots in flight lat_q (``ring_queue``); h: a two-stage ring's slot held past
-    its multiply (``late_release``)."""
-    return (ring_latency(x) + lat_wait + t_load + t_c + late_release(x, t_c)) / x.stages
-
-
-def wgmma_rows(x: Inputs):
-    """MA: the m64 wgmma row blocks one consumer warpgroup runs a k-block (its rows of the
-    tile over 64; kernels/hopper.py ``warpgroup_rows``): a cooperative tile's rows are split
-    over two warpgroups from 128 rows on, a ping-pong warpgroup holds the whole tile."""
-    rows = np.where(x.schedule == SCHEDULE_CODES["pingpong"], x.tile_m,
-                    np.where(x.tile_m >= 128, x.tile_m // 2, x.tile_m))
-    return rows // 64
-
-
-def late_release(x: Inputs, t_c):
-    """Time h that a two-stage ring's slot is held past its multiply (``late_release``).
-
-    The consumer releases k-block j - 1's slot after issuing k-block j's wgmmas
-    (kernels/hopper.cu: ``wgmma_wait<1>`` after the commit). A warpgroup of two or four m64
-    row blocks (``wgmma_rows``: cooperative 256-row tiles, ping-pong 128- and 256-row tiles)
-    issues 8-16 wgmmas a k-block, and those of k-block j issue behind j - 1's, so j - 1's
-    slot comes back about one multiply after it was done: the cycle carries Tc twice. With
-    two slots that is the only slot the producer can load next; with more, the development
-    rows show no such hold.
-        h = Tc * [B = 2 and MA >= 2]
-    benchmarks/ring_depth_probe.py --wide --modes (32 CTAs, K = 8192, B = 2): 256x128
-    cooperative ran 1.106 us a k-block where its load-only ring's round trip (0.89) and its
-    math-only k-block (0.60) give (0.89 + 0.60) / 2 = 0.75 without h and 1.05 with it; 128x256
-    (MA = 1) 0.898 against 0.83 without. Off: 0."""
-    if not x.on.late_release:
-        return np.zeros(x.shape)
-    return np.where((x.stages == 2) & (wgmma_rows(x) >= 2), t_c, 0.0)
+    queue of slots in flight lat_q (``ring_queue``)."""
+    return (ring_latency(x) + lat_wait + t_load + t_c) / x.stages
 
 
 def ring_queue(x: Inputs, a, slot_bytes):

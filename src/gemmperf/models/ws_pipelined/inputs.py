@@ -43,7 +43,6 @@ class Switches:
     multicast_reads: bool = True
     stream_k_lookup: bool = True
     ring_queue: bool = True
-    late_release: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
