@@ -30,10 +30,10 @@ prediction table, see ``features``) have a physical meaning:
 
 Estimator: ``ResidualRegressor``, gradient-boosted shallow regression trees (sklearn's
 GradientBoostingRegressor, Huber loss, fixed random_state, by default no row or feature
-subsampling: the fit is deterministic). Serialization without pickle: after fitting, every tree is copied into
-plain arrays (feature, threshold, left, right, value); ``predict`` walks those arrays
-itself, vectorized over rows, and ``to_dict``/``from_dict`` round-trip them through
-JSON exactly. Why this choice: boosted trees capture the piecewise behaviour of GEMM
+subsampling: the fit is deterministic). Serialization without pickle: after fitting,
+every tree is copied into plain arrays (feature, threshold, left, right, value);
+``predict`` walks those arrays itself, vectorized over rows, and ``to_dict``/``from_dict``
+round-trip them through JSON exactly. Why this choice: boosted trees capture the piecewise behaviour of GEMM
 residuals (wave quantization, limiter changes) that a ridge on smooth features misses,
 and owning the arrays removes any dependence on pickle or on sklearn's private layout
 at load time (loading needs numpy only).
@@ -165,7 +165,7 @@ class ResidualRegressor(RegressorMixin, BaseEstimator):
         self.min_samples_leaf = min_samples_leaf
         self.loss = loss
         self.alpha = alpha
-        self.subsample = subsample  # share of rows each tree sees (1.0: all; stochastic boosting below)
+        self.subsample = subsample  # share of rows each tree sees (1.0: all; below: stochastic boosting)
         self.max_features = max_features  # share of features a split weighs (None: all)
         self.random_state = random_state
 
