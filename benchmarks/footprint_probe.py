@@ -32,7 +32,6 @@ sets the fitted model's time over the measured beside each full-mode run.
 
 from __future__ import annotations
 
-import csv
 import math
 import sys
 
@@ -132,17 +131,16 @@ def summary(rows: list[dict], extra: dict | None = None) -> list[str]:
 def predict(path, sweep: bool = False) -> list[str]:
     """The run at ``path`` (of ``--sweep`` with ``sweep``) beside the fitted model
     (probes.predicted): each full-mode run's predicted over measured time."""
-    from probes import measured, predicted
+    from probes import measured, predicted, read_csv
 
     full = [t for t in (sweep_tasks() if sweep else tasks()) if t["mode"] == "full"]
-    times = measured(path, ("config", "shape", "mode", "raster"))
+    rows = read_csv(path)
+    times = measured(rows, ("config", "shape", "mode", "raster"))
     ratio = {}
     for t, p in zip(full, predicted([{c: v for c, v in t.items() if c != "probe"} for t in full])):
         key = tuple(label(t)[c] for c in ("config", "shape", "mode", "raster"))
         if key in times:
             ratio[key] = p / times[key]
-    with open(path) as f:
-        rows = list(csv.DictReader(f))
     logs = [math.log(v) for v in ratio.values()]
     mape = 100 * sum(abs(v - 1) for v in ratio.values()) / len(ratio)
     return summary(rows, ratio) + [f"predicted / measured over {len(ratio)} full runs: geomean "

@@ -1,7 +1,7 @@
 """What the GPU probes of benchmarks/ (cluster, oob_box, raster, ring_depth, zero_fill,
 zero_fill_rows, footprint, stream_k) share: one run measured as a sweep measures it, the
 loop over a probe's runs, and their CSV; reading a run back beside the fitted model
-(``measured``, ``predicted``). GPU-side: numpy + cuda-python only; the gemmperf and polars
+(``read_csv``, ``measured``, ``predicted``). GPU-side: numpy + cuda-python only; the gemmperf and polars
 imports are inside the functions, so a probe's task list loads without them."""
 
 from __future__ import annotations
@@ -67,11 +67,16 @@ def run(args, gpu, meas, tasks, label) -> list[dict]:
     return rows
 
 
-def measured(path, columns: tuple[str, ...]) -> dict[tuple, float]:
-    """The verified runs of the probe CSV at ``path``: their ``columns`` (as written, the
-    run's label) -> time_us."""
+def read_csv(path) -> list[dict]:
+    """The rows of a probe's CSV at ``path`` (``write_csv``'s), as strings."""
     with open(path) as f:
-        return {tuple(r[c] for c in columns): float(r["time_us"]) for r in csv.DictReader(f) if r["status"] == "ok"}
+        return list(csv.DictReader(f))
+
+
+def measured(rows: list[dict], columns: tuple[str, ...]) -> dict[tuple, float]:
+    """The verified runs of a probe's ``rows`` (``read_csv``): their ``columns`` (as written,
+    the run's label) -> time_us."""
+    return {tuple(r[c] for c in columns): float(r["time_us"]) for r in rows if r["status"] == "ok"}
 
 
 def predicted(tasks: list[dict]) -> list[float]:

@@ -97,12 +97,9 @@ def predict(path, **selection) -> list[str]:
     """The run at ``path`` (this probe's CSV of ``tasks(**selection)``, rows in task order)
     beside the fitted model: one line a tile, CTA count (cluster, schedule) of the full-mode
     runs, predicted over measured at each ring depth, then the MAPE over them."""
-    import csv
+    from probes import predicted, read_csv
 
-    from probes import predicted
-
-    with open(path) as f:
-        runs = list(csv.DictReader(f))
+    runs = read_csv(path)
     todo = tasks(**selection)
     if len(runs) != len(todo) or any((int(r["m"]), int(r["n"]), int(r["stages"])) != (t["m"], t["n"], t["stages"])
                                      for r, t in zip(runs, todo)):

@@ -141,10 +141,10 @@ def predict(path) -> list[str]:
     measured by schedule and epilogue (geometric means)."""
     import math
 
-    from probes import measured, predicted
+    from probes import measured, predicted, read_csv
 
     todo = tasks()
-    times_of = measured(path, ("shape", "config", "schedule", "epilogue"))
+    times_of = measured(read_csv(path), ("shape", "config", "schedule", "epilogue"))
     times = {}  # (shape, config, epilogue) -> schedule -> (measured, predicted)
     for t, p in zip(todo, predicted(todo)):
         run = label(t)

@@ -33,10 +33,10 @@ GradientBoostingRegressor, Huber loss, fixed random_state, by default no row or 
 subsampling: the fit is deterministic). Serialization without pickle: after fitting,
 every tree is copied into plain arrays (feature, threshold, left, right, value);
 ``predict`` walks those arrays itself, vectorized over rows, and ``to_dict``/``from_dict``
-round-trip them through JSON exactly. Why this choice: boosted trees capture the piecewise behaviour of GEMM
-residuals (wave quantization, limiter changes) that a ridge on smooth features misses,
-and owning the arrays removes any dependence on pickle or on sklearn's private layout
-at load time (loading needs numpy only).
+round-trip them through JSON exactly. Why this choice: boosted trees capture the
+piecewise behaviour of GEMM residuals (wave quantization, limiter changes) that a ridge
+on smooth features misses, and owning the arrays removes any dependence on pickle or on
+sklearn's private layout at load time (loading needs numpy only).
 
 ``predict --corrected`` uses ``load_correction(results_dir, gpu_slug)``, which returns
 ``correct(predictions) -> predictions`` adding ``corrected_us`` and ``correction``.
