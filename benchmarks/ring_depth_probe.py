@@ -21,6 +21,9 @@ consumer warpgroup two m64 wgmma rows per k16 step, a 256-column tile one of n25
 ``--modes`` each run is timed also as the load-only kernel (its consumers release a slot
 as it lands: the ring without the multiply) and the math-only one (no loads), which time
 the two halves of the ring apart (not verifiable: their C is not a product). With
+``--boxes`` it times the wide tiles (cooperative, 1x1, two to four stages) as measured,
+each 256-row operand slice one TMA box, and again with that slice loaded as two 128-row
+boxes (``WsHopper.box_limit``): whether a slow two-stage ring is the 256-row box. With
 ``--ctas`` it times the round trip against the load on the memory system instead: 128x64,
 128x128 and 64x128 tiles (1x1, cooperative) at 2, 3 and 4 stages, with 1, 2, 4, 8, 16, 32,
 64 and 132 CTAs of one tile row. A GPU-side script: numpy + cuda-python only. With
@@ -28,8 +31,9 @@ the two halves of the ring apart (not verifiable: their C is not a product). Wit
 and prints the fitted model's time over the measured one for each full-mode run
 (ws-pipelined fitted on every development row, model_ceiling.py), the stages across.
 
-    PYTHONPATH=src python3 benchmarks/ring_depth_probe.py [--out probe.csv] [--schedules | --wide | --ctas] [--modes]
-    python benchmarks/ring_depth_probe.py --predict probe.csv [--schedules | --wide | --ctas] [--modes]
+    PYTHONPATH=src python3 benchmarks/ring_depth_probe.py [--out probe.csv]
+        [--schedules | --wide | --ctas | --boxes] [--modes]
+    python benchmarks/ring_depth_probe.py --predict probe.csv [--schedules | --wide | --ctas | --boxes] [--modes]
 """
 
 from __future__ import annotations
@@ -49,9 +53,12 @@ MODES = ("full", "load-only", "math-only")  # --modes
 CTA_TILES = ((128, 64), (128, 128), (64, 128))  # --ctas
 CTA_COUNTS = (1, 2, 4, 8, 16, 32, 64, 132)
 CTA_STAGES = (2, 3, 4)
+BOX_STAGES = (2, 3, 4)  # --boxes
+BOX_LIMITS = (256, 128)  # rows of one TMA box at most: as measured, then 256-row slices as two boxes
 
 
-def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas: bool = False) -> list[dict]:
+def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas: bool = False,
+          boxes: bool = False) -> list[dict]:
     """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration); ring
     depths the H100's shared memory cannot hold are left out. ``schedules``: the clusters'
     and ping-pong's rings (SCHEDULE_TILES x CTAS x CLUSTERS x SCHEDULES x STAGES); ``wide``:
@@ -59,7 +66,9 @@ def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas
     SCHEDULES x STAGES); ``modes``: each run also as the load-only kernel (the consumers
     release each slot as it lands: the ring without the multiply) and the math-only one
     (no loads); ``ctas``: the round trip against the CTAs in flight (CTA_TILES x
-    CTA_COUNTS x CTA_STAGES, 1x1 clusters, cooperative)."""
+    CTA_COUNTS x CTA_STAGES, 1x1 clusters, cooperative); ``boxes``: the wide tiles'
+    cooperative rings with each box limit (BOX_LIMITS x WIDE_TILES x CTAS x BOX_STAGES, a
+    task's ``box_limit`` the rows of one TMA box at most), as measured first."""
     from gemmperf.hardware import get_gpu
     from gemmperf.kernels import check_legal
     from gemmperf.problem import KernelConfig
@@ -68,27 +77,30 @@ def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas
     clusters = CLUSTERS if schedules else ((1, 1),)
     kinds = [(c, s) for c in clusters for s in SCHEDULES] if schedules or wide else [((1, 1), "cooperative")]
     out = []
-    tiles = SCHEDULE_TILES if schedules else WIDE_TILES if wide else CTA_TILES if ctas else TILES
-    for tile_m, tile_n in tiles:
-        for n_ctas in CTA_COUNTS if ctas else CTAS:
-            for (cm, cn), schedule in kinds:
-                for stages in CTA_STAGES if ctas else STAGES:
-                    cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n,
-                                       tile_k=TILE_K, stages=stages, cluster_m=cm, cluster_n=cn, persistent=True,
-                                       schedule=schedule, epilogue="tma")
-                    if check_legal(cfg, gpu) is None:  # cm tile rows, ctas / cm tile columns
-                        for mode in MODES if modes else ("full",):
-                            out.append({"m": cm * tile_m, "n": n_ctas // cm * tile_n, "k": K,
-                                        **{**cfg.as_dict(), "mode": mode}})
+    tiles = SCHEDULE_TILES if schedules else WIDE_TILES if wide or boxes else CTA_TILES if ctas else TILES
+    depths = CTA_STAGES if ctas else BOX_STAGES if boxes else STAGES
+    for box_limit in BOX_LIMITS if boxes else BOX_LIMITS[:1]:
+        for tile_m, tile_n in tiles:
+            for n_ctas in CTA_COUNTS if ctas else CTAS:
+                for (cm, cn), schedule in kinds:
+                    for stages in depths:
+                        cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n,
+                                           tile_k=TILE_K, stages=stages, cluster_m=cm, cluster_n=cn,
+                                           persistent=True, schedule=schedule, epilogue="tma")
+                        if check_legal(cfg, gpu) is None:  # cm tile rows, ctas / cm tile columns
+                            for mode in MODES if modes else ("full",):
+                                out.append({"m": cm * tile_m, "n": n_ctas // cm * tile_n, "k": K,
+                                            **{**cfg.as_dict(), "mode": mode}, "box_limit": box_limit})
     return out
 
 
-def label(task: dict, named: bool) -> dict:
+def label(task: dict, named: bool, boxes: bool = False) -> dict:
     """The columns that name a run: tile, CTAs, M, N, stages (and, ``named``, the cluster,
-    the schedule and the mode, for runs that differ in them)."""
+    the schedule and the mode, for runs that differ in them; ``boxes``, the box limit)."""
     ctas = task["m"] // task["tile_m"] * (task["n"] // task["tile_n"])
     kind = {"cluster": f"{task['cluster_m']}x{task['cluster_n']}", "schedule": task["schedule"],
             "mode": task["mode"]} if named else {}
+    kind.update({"box": task["box_limit"]} if boxes else {})
     return {"tile": f"{task['tile_m']}x{task['tile_n']}", "ctas": ctas, **kind, "m": task["m"], "n": task["n"],
             "stages": task["stages"]}
 
@@ -108,7 +120,8 @@ def predict(path, **selection) -> list[str]:
     pred = predicted([t for t, _ in full])
     ratio = {}
     for (t, r), p in zip(full, pred):
-        name = " ".join(str(v) for k, v in label(t, True).items() if k in ("tile", "ctas", "cluster", "schedule"))
+        name = " ".join(str(v) for k, v in label(t, True, selection.get("boxes", False)).items()
+                        if k in ("tile", "ctas", "cluster", "schedule", "box"))
         ratio.setdefault(name, []).append((t["stages"], p / float(r["time_us"])))
     out = [f"{name}  " + " ".join(f"{s}: {x:.2f}" for s, x in values) for name, values in ratio.items()]
     ape = [abs(x - 1.0) for values in ratio.values() for _, x in values]
@@ -122,22 +135,37 @@ def main(argv=None) -> int:
     if "--predict" in argv:
         i = argv.index("--predict")
         flags = {f.lstrip("-"): True for f in argv[:i] + argv[i + 2:]}
-        unknown = sorted(set(flags) - {"schedules", "wide", "modes", "ctas"})
+        unknown = sorted(set(flags) - {"schedules", "wide", "modes", "ctas", "boxes"})
         if i + 1 >= len(argv) or unknown:
-            raise SystemExit("usage: ring_depth_probe.py --predict probe.csv [--schedules | --wide | --ctas] [--modes]")
+            raise SystemExit("usage: ring_depth_probe.py --predict probe.csv [--schedules | --wide | --ctas | --boxes] "
+                             "[--modes]")
         print("\n".join(predict(argv[i + 1], **flags)))
         return 0
-    from probes import run, start
+    from probes import run, start, write_csv
+
+    from gemmperf.kernels.hopper import WS_HOPPER
 
     a, gpu, meas = start(__doc__, argv, {"schedules": "the rings of clusters and ping-pong consumers",
                                          "wide": "tiles of 256 rows or columns, both schedules",
                                          "modes": "every run also as the load-only and the math-only kernel",
-                                         "ctas": "the round trip against the CTAs in flight, 1 to 132"})
+                                         "ctas": "the round trip against the CTAs in flight, 1 to 132",
+                                         "boxes": "the wide tiles' 256-row slices as one TMA box, then two"})
     kblocks = -(-K // TILE_K)
-    named = a.schedules or a.wide or a.modes  # the runs differ in schedule, cluster or mode
-    rows = run(a, gpu, meas, tasks(a.schedules, a.wide, a.modes, a.ctas), lambda t: label(t, named))
+    named = a.schedules or a.wide or a.modes or a.boxes  # the runs differ in schedule, cluster, mode or box
+    todo = tasks(a.schedules, a.wide, a.modes, a.ctas, a.boxes)
+    rows = []
+    out, a.out = a.out, None
+    limits = list(dict.fromkeys(t["box_limit"] for t in todo))  # as measured first
+    for limit in limits:
+        WS_HOPPER.box_limit = limit
+        if len(limits) > 1:
+            meas.kernels.clear()  # the Measurer keeps kernels by configuration, whatever their boxes
+        rows += run(a, gpu, meas, [t for t in todo if t["box_limit"] == limit], lambda t: label(t, named, a.boxes))
+    WS_HOPPER.box_limit = BOX_LIMITS[0]
+    if out:
+        write_csv(out, rows)
     print(f"\nus per k-block ({kblocks} k-blocks), stages: time")
-    kind = lambda r: tuple(r[c] for c in ("tile", "ctas", "cluster", "schedule", "mode") if c in r)  # noqa: E731
+    kind = lambda r: tuple(r[c] for c in ("tile", "ctas", "cluster", "schedule", "mode", "box") if c in r)  # noqa: E731
     for name in dict.fromkeys(kind(r) for r in rows):  # one line a tile, CTA count (cluster, schedule, mode)
         t = [(r["stages"], r["time_us"] / kblocks) for r in rows if r["status"] == "ok" and kind(r) == name]
         print(" ".join(str(v) for v in name) + "  " + " / ".join(f"{s}: {x:.3f}" for s, x in t))

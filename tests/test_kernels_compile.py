@@ -168,3 +168,22 @@ def test_the_compile_command_covers_split_k_stream_k_and_fp8(monkeypatch, capsys
         assert {c.key() for c in hopper.default_sweep(H100, dtype)} <= keys
         assert {c.key() for c in hopper.shared_k_configs(H100, dtype)} <= keys
     assert f"{len(built)} configurations for sm_90a" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("cluster", [(1, 1), (2, 1)])
+def test_two_box_operand_loads_compile(cluster, tmp_path):
+    """ring_depth_probe --boxes: with a 128-row box limit a 256-row operand slice is loaded
+    as two boxes, a kernel of its own (another source, another cubin); without it the
+    source is the measured kernel's."""
+    hopper = get_family("ws-hopper")
+    cfg = KernelConfig("ws-hopper", "bf16", 256, 128, 64, 2, *cluster, True, epilogue="tma")
+    measured = builder.render(cfg)
+    hopper.box_limit = 128
+    try:
+        split = builder.render(cfg)
+        kern = builder.build(cfg, "sm_90a", cache=tmp_path)
+    finally:
+        hopper.box_limit = 256
+    assert split != measured and builder.render(cfg) == measured
+    assert "#define A_BOX 128" in split and "#define A_BOX 256" in measured
+    assert kern.resources.spills == 0

@@ -163,3 +163,24 @@ def test_split_and_stream_k_are_deterministic(cfg, arch):
             counters = run.workspace.counters.to_host(0, run.workspace.counters.nbytes).view(np.int32)
         assert all(np.array_equal(outs[0], o) for o in outs[1:]), f"{cfg.key()} {m}x{n}x{k}: not deterministic"
         assert not counters.any(), f"{cfg.key()} {m}x{n}x{k}: counters left non-zero"
+
+
+@pytest.mark.skipif(GPU is None or not get_family("ws-hopper").runs_on(GPU), reason=REASON or "needs sm_90a")
+@pytest.mark.parametrize("tile", [(256, 128), (128, 256)])
+@pytest.mark.parametrize("cluster", [(1, 1), (2, 1), (1, 2)])
+def test_two_box_operand_loads_are_correct(tile, cluster, arch):
+    """ring_depth_probe --boxes' kernels: a 256-row operand slice loaded as two 128-row
+    boxes gives the product, odd shapes included."""
+    from gemmperf.kernels.builder import build
+    from gemmperf.kernels.verify import verify
+
+    hopper = get_family("ws-hopper")
+    cfg = KernelConfig("ws-hopper", "bf16", *tile, 64, 2, *cluster, True, epilogue="tma")
+    hopper.box_limit = 128
+    try:
+        kern = build(cfg, arch)
+        for m, n, k in [(17, 33, 65), (300, 257, 200), (1000, 1000, 1000)]:
+            ok, rel, why = verify(kern, m, n, k)
+            assert ok, f"{cfg.key()} two boxes {m}x{n}x{k}: {why}"
+    finally:
+        hopper.box_limit = 256

@@ -184,3 +184,92 @@ def test_predict_sets_the_fitted_model_beside_a_run():
     assert lines[-1].startswith("predicted / measured over 72 runs: MAPE ")
     with pytest.raises(SystemExit, match="not a run of this selection"):
         probe.predict(CTAS, wide=True)
+
+
+def test_the_box_runs_time_each_wide_ring_with_one_box_and_with_two():
+    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
+    gpu = get_gpu("h100-sxm5-80gb")
+    runs = probe.tasks(boxes=True)
+    half = len(runs) // 2
+    assert len(runs) == 2 * 4 * 2 * 3 == distinct(runs) and not refused(runs, gpu)
+    assert [r["box_limit"] for r in runs] == [256] * half + [128] * half  # as measured first
+    assert {k: v for k, v in runs[0].items() if k != "box_limit"} == {
+        k: v for k, v in runs[half].items() if k != "box_limit"}
+    assert {(r["schedule"], r["cluster_m"], r["cluster_n"]) for r in runs} == {("cooperative", 1, 1)}
+    assert probe.label(runs[half], True, boxes=True)["box"] == 128 and "box" not in probe.label(runs[0], True)
+    assert len(probe.tasks(boxes=True, modes=True)) == 3 * len(runs)
+
+
+def test_the_box_run_switches_the_box_and_builds_the_kernels_again(tmp_path, monkeypatch):
+    """main --boxes on a stand-in Measurer: each run measured once, the ones past the
+    half with the 128-row box limit and a fresh kernel cache; the limit restored."""
+    import argparse
+    import sys
+
+    from gemmperf.kernels.hopper import WS_HOPPER
+
+    probes = load_script(ROOT / "benchmarks" / "probes.py", "probes")
+    seen = []
+
+    class Meas:
+        kernels = {"stale": None}
+
+        def __call__(self, task):
+            seen.append((WS_HOPPER.box_limit, len(self.kernels)))
+            self.kernels[len(seen)] = None
+            return {"status": "ok", "time_us": 128.0}
+
+    out = tmp_path / "boxes.csv"
+    flags = {"schedules": False, "wide": False, "modes": False, "ctas": False, "boxes": True}
+    monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags_=None: (
+        argparse.Namespace(out=str(out), **flags), get_gpu("h100-sxm5-80gb"), Meas()))
+    monkeypatch.setitem(sys.modules, "probes", probes)
+    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
+    assert probe.main(["--boxes"]) == 0
+    half = len(seen) // 2
+    assert [limit for limit, _ in seen] == [256] * half + [128] * half
+    assert seen[half][1] == 0  # the 128-row runs start from no kernel
+    assert WS_HOPPER.box_limit == 256
+    rows = list(csv.DictReader(open(out)))
+    assert len(rows) == 2 * half and {r["box"] for r in rows} == {"256", "128"}
+
+
+def test_the_128_row_box_limit_splits_only_256_row_slices():
+    from gemmperf.kernels.hopper import WS_HOPPER
+    from gemmperf.problem import KernelConfig
+
+    def boxes(tm, tn, cm, cn):
+        cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tm, tile_n=tn, tile_k=64, stages=2,
+                           cluster_m=cm, cluster_n=cn, persistent=True, epilogue="tma")
+        return WS_HOPPER.operand_boxes(cfg)
+
+    assert boxes(256, 128, 1, 1) == (256, 128) and boxes(256, 128, 2, 2) == (128, 64)
+    WS_HOPPER.box_limit = 128
+    try:
+        assert boxes(256, 128, 1, 1) == (128, 128) and boxes(64, 256, 1, 1) == (64, 128)
+        assert boxes(256, 128, 1, 2) == (128, 128) and boxes(128, 64, 1, 1) == (128, 64)
+    finally:
+        WS_HOPPER.box_limit = 256
+
+
+BOXES = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_boxes_modes_h100_2026-11-27.csv"
+
+
+def test_the_box_run_finds_the_256_row_tiles_slow_ring_is_not_the_box():
+    """The --boxes --modes run (lent H100): loading a 256-row operand slice as two 128-row
+    boxes moves no full-kernel run by more than 2.5% and no load-only ring by more than 2%
+    (the math-only runs load nothing: 256x128 at four stages with 132 CTAs is 4.6% apart
+    there, the run-to-run spread); with two boxes a 256-row tile's two-stage k-block is as
+    slow against a 256-column tile's as with one."""
+    with open(BOXES) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 144 and all(r["status"] == "ok" for r in rows)
+    t = {(r["tile"], int(r["ctas"]), r["mode"], int(r["stages"]), int(r["box"])): float(r["time_us"]) / 128
+         for r in rows}
+    for (tile, ctas, mode, stages, box), us in t.items():
+        if box == 256 and mode != "math-only":
+            two = t[(tile, ctas, mode, stages, 128)]
+            assert abs(two / us - 1) < (0.025 if mode == "full" else 0.02), (tile, ctas, mode, stages)
+    for box in (256, 128):
+        assert t[("256x128", 32, "full", 2, box)] - t[("128x256", 32, "full", 2, box)] > 0.15
+        assert t[("256x64", 32, "full", 2, box)] > t[("64x256", 32, "full", 2, box)] + 0.04

@@ -1,7 +1,7 @@
 // ws-hopper (hopper.py says what each configuration value means).
 // Defined by hopper.py: NWG consumer warpgroups, WG_M rows of C per consumer warpgroup,
 // THREADS, PROD_REGS, CONS_REGS, CLUSTER_M, CLUSTER_N, PINGPONG, EPI_TMA, ESZ (bytes of an
-// input element), FP8, SPLIT_K, STREAM_K.
+// input element), FP8, SPLIT_K, STREAM_K, A_BOX and B_BOX (rows of one TMA load of A, B).
 #define MA (WG_M / 64)                       // m64 wgmma rows per consumer warpgroup
 #define NACC (BN / 2)                        // fp32 accumulators per m64 row block
 #define A_STAGE_BYTES (BM * BK * ESZ)
@@ -448,18 +448,27 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
                 for (int kt = w.k0; kt < w.k1; ++kt) {
                     mbar_wait(&empty[stage], phase ^ 1);
                     expect_tx(&full[stage], STAGE_BYTES);
+                    // each CTA's slice of the shared A tile (B tile), as boxes of A_BOX (B_BOX) rows
+#pragma unroll
+                    for (int h = 0; h < A_SLICE / A_BOX; ++h) {
+                        const int row = (CLUSTER_N > 1 ? cn * A_SLICE : 0) + h * A_BOX;
 #if CLUSTER_N > 1
-                    tma_load_multicast(sA + stage * A_STAGE_BYTES + cn * A_SLICE * 128, &tmA, kt * BK,
-                                       tm * BM + cn * A_SLICE, &full[stage], mask_a);
+                        tma_load_multicast(sA + stage * A_STAGE_BYTES + row * 128, &tmA, kt * BK, tm * BM + row,
+                                           &full[stage], mask_a);
 #else
-                    tma_load(sA + stage * A_STAGE_BYTES, &tmA, kt * BK, tm * BM, &full[stage]);
+                        tma_load(sA + stage * A_STAGE_BYTES + row * 128, &tmA, kt * BK, tm * BM + row, &full[stage]);
 #endif
+                    }
+#pragma unroll
+                    for (int h = 0; h < B_SLICE / B_BOX; ++h) {
+                        const int row = (CLUSTER_M > 1 ? cm * B_SLICE : 0) + h * B_BOX;
 #if CLUSTER_M > 1
-                    tma_load_multicast(sB + stage * B_STAGE_BYTES + cm * B_SLICE * 128, &tmB, kt * BK,
-                                       tn * BN + cm * B_SLICE, &full[stage], mask_b);
+                        tma_load_multicast(sB + stage * B_STAGE_BYTES + row * 128, &tmB, kt * BK, tn * BN + row,
+                                           &full[stage], mask_b);
 #else
-                    tma_load(sB + stage * B_STAGE_BYTES, &tmB, kt * BK, tn * BN, &full[stage]);
+                        tma_load(sB + stage * B_STAGE_BYTES + row * 128, &tmB, kt * BK, tn * BN + row, &full[stage]);
 #endif
+                    }
                     advance(stage, phase, 1);
                 }
             }

@@ -90,6 +90,11 @@ class WsHopper(Family):
     microbench_tiles = ((64, 128, 64), (128, 128, 64), (128, 256, 64), (256, 128, 64), (64, 256, 64))
     small_picks = ((128, 128, 4, False), (128, 256, 4, True), (256, 128, 4, True), (128, 64, 4, False))
     medium_grid = True
+    # Rows a TMA load of an operand carries at most (TMA's own limit is 256 a dimension):
+    # a CTA loads its slice of A's tile (tile_m / cluster_n rows) and of B's (tile_n /
+    # cluster_m) as boxes of this many rows. Every kernel measured loads a slice as one
+    # box; ring_depth_probe --boxes lowers it to 128 to time 256-row slices as two boxes.
+    box_limit = 256
 
     def runs_on_arch(self, arch: str) -> bool:
         return arch == "sm_90a"  # wgmma and setmaxnreg
@@ -149,6 +154,16 @@ class WsHopper(Family):
         if (cfg.tile_m // cfg.cluster_n) % 8 or (cfg.tile_n // cfg.cluster_m) % 8:
             return "a cluster's multicast slices must be multiples of 8 rows"
         return None
+
+    def operand_boxes(self, cfg: KernelConfig) -> tuple[int, int]:
+        """Rows of one TMA box of A and of B: the CTA's slice of the operand tile, split
+        into equal boxes of at most ``box_limit`` rows."""
+        def box(rows: int) -> int:
+            parts = -(-rows // self.box_limit)
+            if rows % parts:
+                raise ValueError(f"{rows} rows do not split into boxes of at most {self.box_limit}")
+            return rows // parts
+        return box(cfg.tile_m // cfg.cluster_n), box(cfg.tile_n // cfg.cluster_m)
 
     def staging_bytes(self, cfg: KernelConfig) -> int:
         return self.consumer_warpgroups(cfg) * STAGING_BYTES_PER_WG if cfg.epilogue == "tma" else 0
@@ -272,6 +287,8 @@ class WsHopper(Family):
             CONS_REGS=self.consumer_regs(cfg),
             CLUSTER_M=cfg.cluster_m,
             CLUSTER_N=cfg.cluster_n,
+            A_BOX=self.operand_boxes(cfg)[0],
+            B_BOX=self.operand_boxes(cfg)[1],
             PINGPONG=int(cfg.schedule == "pingpong"),
             EPI_TMA=int(cfg.epilogue == "tma"),
         )

@@ -294,8 +294,9 @@ def kernel_args(kernel, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: i
     ldc = family.c_ld(cfg, n) if ldc is None else ldc
     if family.tma_operands:
         # each CTA of a cluster loads its slice of a shared operand tile
-        tma = tensor_map(a_ptr, m, k, lda, cfg.tile_m // cfg.cluster_n, cfg.tile_k, cfg.dtype)
-        tmb = tensor_map(b_ptr, n, k, ldb, cfg.tile_n // cfg.cluster_m, cfg.tile_k, cfg.dtype)
+        a_box, b_box = family.operand_boxes(cfg)
+        tma = tensor_map(a_ptr, m, k, lda, a_box, cfg.tile_k, cfg.dtype)
+        tmb = tensor_map(b_ptr, n, k, ldb, b_box, cfg.tile_k, cfg.dtype)
         if cfg.epilogue == "tma":
             check_ldc(cfg, n, ldc)
             tmc = tensor_map(c_ptr, m, n, ldc, 16, 64, cfg.out_dtype)  # one warp's box
