@@ -24,6 +24,9 @@ the two halves of the ring apart (not verifiable: their C is not a product). Wit
 ``--boxes`` it times the wide tiles (cooperative, 1x1, two to four stages) as measured,
 each 256-row operand slice one TMA box, and again with that slice loaded as two 128-row
 boxes (``WsHopper.box_limit``): whether a slow two-stage ring is the 256-row box. With
+``--columns`` it times the same wide rings with the CTAs in one tile row (M = TM: every
+CTA reads the same A box, each its own B box) and in one tile column (N = TN: the same B
+box, each its own A box): whether the slow ring is the operand all CTAs share. With
 ``--ctas`` it times the round trip against the load on the memory system instead: 128x64,
 128x128 and 64x128 tiles (1x1, cooperative) at 2, 3 and 4 stages, with 1, 2, 4, 8, 16, 32,
 64 and 132 CTAs of one tile row. A GPU-side script: numpy + cuda-python only. With
@@ -32,8 +35,9 @@ and prints the fitted model's time over the measured one for each full-mode run
 (ws-pipelined fitted on every development row, model_ceiling.py), the stages across.
 
     PYTHONPATH=src python3 benchmarks/ring_depth_probe.py [--out probe.csv]
-        [--schedules | --wide | --ctas | --boxes] [--modes]
-    python benchmarks/ring_depth_probe.py --predict probe.csv [--schedules | --wide | --ctas | --boxes] [--modes]
+        [--schedules | --wide | --ctas | --boxes | --columns] [--modes]
+    python benchmarks/ring_depth_probe.py --predict probe.csv
+        [--schedules | --wide | --ctas | --boxes | --columns] [--modes]
 """
 
 from __future__ import annotations
@@ -55,10 +59,11 @@ CTA_COUNTS = (1, 2, 4, 8, 16, 32, 64, 132)
 CTA_STAGES = (2, 3, 4)
 BOX_STAGES = (2, 3, 4)  # --boxes
 BOX_LIMITS = (256, 128)  # rows of one TMA box at most: as measured, then 256-row slices as two boxes
+PANELS = ("row", "column")  # --columns: the CTAs' tiles in one tile row, then in one tile column
 
 
 def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas: bool = False,
-          boxes: bool = False) -> list[dict]:
+          boxes: bool = False, columns: bool = False) -> list[dict]:
     """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration); ring
     depths the H100's shared memory cannot hold are left out. ``schedules``: the clusters'
     and ping-pong's rings (SCHEDULE_TILES x CTAS x CLUSTERS x SCHEDULES x STAGES); ``wide``:
@@ -68,7 +73,9 @@ def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas
     (no loads); ``ctas``: the round trip against the CTAs in flight (CTA_TILES x
     CTA_COUNTS x CTA_STAGES, 1x1 clusters, cooperative); ``boxes``: the wide tiles'
     cooperative rings with each box limit (BOX_LIMITS x WIDE_TILES x CTAS x BOX_STAGES, a
-    task's ``box_limit`` the rows of one TMA box at most), as measured first."""
+    task's ``box_limit`` the rows of one TMA box at most), as measured first; ``columns``:
+    the same rings in one tile row and in one tile column (PANELS x WIDE_TILES x CTAS x
+    BOX_STAGES, a task's ``panel``; every other selection's runs are one tile row)."""
     from gemmperf.hardware import get_gpu
     from gemmperf.kernels import check_legal
     from gemmperf.problem import KernelConfig
@@ -77,9 +84,10 @@ def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas
     clusters = CLUSTERS if schedules else ((1, 1),)
     kinds = [(c, s) for c in clusters for s in SCHEDULES] if schedules or wide else [((1, 1), "cooperative")]
     out = []
-    tiles = SCHEDULE_TILES if schedules else WIDE_TILES if wide or boxes else CTA_TILES if ctas else TILES
-    depths = CTA_STAGES if ctas else BOX_STAGES if boxes else STAGES
-    for box_limit in BOX_LIMITS if boxes else BOX_LIMITS[:1]:
+    tiles = SCHEDULE_TILES if schedules else WIDE_TILES if wide or boxes or columns else CTA_TILES if ctas else TILES
+    depths = CTA_STAGES if ctas else BOX_STAGES if boxes or columns else STAGES
+    for box_limit, panel in [(b, p) for b in (BOX_LIMITS if boxes else BOX_LIMITS[:1])
+                             for p in (PANELS if columns else PANELS[:1])]:
         for tile_m, tile_n in tiles:
             for n_ctas in CTA_COUNTS if ctas else CTAS:
                 for (cm, cn), schedule in kinds:
@@ -87,20 +95,24 @@ def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas
                         cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n,
                                            tile_k=TILE_K, stages=stages, cluster_m=cm, cluster_n=cn,
                                            persistent=True, schedule=schedule, epilogue="tma")
-                        if check_legal(cfg, gpu) is None:  # cm tile rows, ctas / cm tile columns
+                        if check_legal(cfg, gpu) is None:  # a row: cm tile rows, ctas / cm tile columns
+                            m, n = ((cm * tile_m, n_ctas // cm * tile_n) if panel == "row" else
+                                    (n_ctas // cn * tile_m, cn * tile_n))
                             for mode in MODES if modes else ("full",):
-                                out.append({"m": cm * tile_m, "n": n_ctas // cm * tile_n, "k": K,
-                                            **{**cfg.as_dict(), "mode": mode}, "box_limit": box_limit})
+                                out.append({"m": m, "n": n, "k": K, **{**cfg.as_dict(), "mode": mode},
+                                            "box_limit": box_limit, "panel": panel})
     return out
 
 
-def label(task: dict, named: bool, boxes: bool = False) -> dict:
+def label(task: dict, named: bool, boxes: bool = False, columns: bool = False) -> dict:
     """The columns that name a run: tile, CTAs, M, N, stages (and, ``named``, the cluster,
-    the schedule and the mode, for runs that differ in them; ``boxes``, the box limit)."""
+    the schedule and the mode, for runs that differ in them; ``boxes``, the box limit;
+    ``columns``, the panel)."""
     ctas = task["m"] // task["tile_m"] * (task["n"] // task["tile_n"])
     kind = {"cluster": f"{task['cluster_m']}x{task['cluster_n']}", "schedule": task["schedule"],
             "mode": task["mode"]} if named else {}
     kind.update({"box": task["box_limit"]} if boxes else {})
+    kind.update({"panel": task["panel"]} if columns else {})
     return {"tile": f"{task['tile_m']}x{task['tile_n']}", "ctas": ctas, **kind, "m": task["m"], "n": task["n"],
             "stages": task["stages"]}
 
@@ -120,8 +132,9 @@ def predict(path, **selection) -> list[str]:
     pred = predicted([t for t, _ in full])
     ratio = {}
     for (t, r), p in zip(full, pred):
-        name = " ".join(str(v) for k, v in label(t, True, selection.get("boxes", False)).items()
-                        if k in ("tile", "ctas", "cluster", "schedule", "box"))
+        name = " ".join(str(v) for k, v in label(t, True, selection.get("boxes", False),
+                                                 selection.get("columns", False)).items()
+                        if k in ("tile", "ctas", "cluster", "schedule", "box", "panel"))
         ratio.setdefault(name, []).append((t["stages"], p / float(r["time_us"])))
     out = [f"{name}  " + " ".join(f"{s}: {x:.2f}" for s, x in values) for name, values in ratio.items()]
     ape = [abs(x - 1.0) for values in ratio.values() for _, x in values]
@@ -135,10 +148,10 @@ def main(argv=None) -> int:
     if "--predict" in argv:
         i = argv.index("--predict")
         flags = {f.lstrip("-"): True for f in argv[:i] + argv[i + 2:]}
-        unknown = sorted(set(flags) - {"schedules", "wide", "modes", "ctas", "boxes"})
+        unknown = sorted(set(flags) - {"schedules", "wide", "modes", "ctas", "boxes", "columns"})
         if i + 1 >= len(argv) or unknown:
-            raise SystemExit("usage: ring_depth_probe.py --predict probe.csv [--schedules | --wide | --ctas | --boxes] "
-                             "[--modes]")
+            raise SystemExit("usage: ring_depth_probe.py --predict probe.csv "
+                             "[--schedules | --wide | --ctas | --boxes | --columns] [--modes]")
         print("\n".join(predict(argv[i + 1], **flags)))
         return 0
     from probes import run, start, write_csv
@@ -149,10 +162,11 @@ def main(argv=None) -> int:
                                          "wide": "tiles of 256 rows or columns, both schedules",
                                          "modes": "every run also as the load-only and the math-only kernel",
                                          "ctas": "the round trip against the CTAs in flight, 1 to 132",
-                                         "boxes": "the wide tiles' 256-row slices as one TMA box, then two"})
+                                         "boxes": "the wide tiles' 256-row slices as one TMA box, then two",
+                                         "columns": "the wide tiles' rings in one tile row, then one tile column"})
     kblocks = -(-K // TILE_K)
-    named = a.schedules or a.wide or a.modes or a.boxes  # the runs differ in schedule, cluster, mode or box
-    todo = tasks(a.schedules, a.wide, a.modes, a.ctas, a.boxes)
+    named = a.schedules or a.wide or a.modes or a.boxes or a.columns  # runs that differ in more than size
+    todo = tasks(a.schedules, a.wide, a.modes, a.ctas, a.boxes, a.columns)
     rows = []
     out, a.out = a.out, None
     limits = list(dict.fromkeys(t["box_limit"] for t in todo))  # as measured first
@@ -160,12 +174,14 @@ def main(argv=None) -> int:
         WS_HOPPER.box_limit = limit
         if len(limits) > 1:
             meas.kernels.clear()  # the Measurer keeps kernels by configuration, whatever their boxes
-        rows += run(a, gpu, meas, [t for t in todo if t["box_limit"] == limit], lambda t: label(t, named, a.boxes))
+        rows += run(a, gpu, meas, [t for t in todo if t["box_limit"] == limit],
+                    lambda t: label(t, named, a.boxes, a.columns))
     WS_HOPPER.box_limit = BOX_LIMITS[0]
     if out:
         write_csv(out, rows)
     print(f"\nus per k-block ({kblocks} k-blocks), stages: time")
-    kind = lambda r: tuple(r[c] for c in ("tile", "ctas", "cluster", "schedule", "mode", "box") if c in r)  # noqa: E731
+    kind = lambda r: tuple(r[c] for c in ("tile", "ctas", "cluster", "schedule", "mode", "box", "panel")  # noqa: E731
+                           if c in r)
     for name in dict.fromkeys(kind(r) for r in rows):  # one line a tile, CTA count (cluster, schedule, mode)
         t = [(r["stages"], r["time_us"] / kblocks) for r in rows if r["status"] == "ok" and kind(r) == name]
         print(" ".join(str(v) for v in name) + "  " + " / ".join(f"{s}: {x:.3f}" for s, x in t))

@@ -220,7 +220,7 @@ def test_the_box_run_switches_the_box_and_builds_the_kernels_again(tmp_path, mon
             return {"status": "ok", "time_us": 128.0}
 
     out = tmp_path / "boxes.csv"
-    flags = {"schedules": False, "wide": False, "modes": False, "ctas": False, "boxes": True}
+    flags = {"schedules": False, "wide": False, "modes": False, "ctas": False, "boxes": True, "columns": False}
     monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags_=None: (
         argparse.Namespace(out=str(out), **flags), get_gpu("h100-sxm5-80gb"), Meas()))
     monkeypatch.setitem(sys.modules, "probes", probes)
@@ -273,3 +273,41 @@ def test_the_box_run_finds_the_256_row_tiles_slow_ring_is_not_the_box():
     for box in (256, 128):
         assert t[("256x128", 32, "full", 2, box)] - t[("128x256", 32, "full", 2, box)] > 0.15
         assert t[("256x64", 32, "full", 2, box)] > t[("64x256", 32, "full", 2, box)] + 0.04
+
+
+def test_the_column_runs_put_the_same_rings_in_one_tile_row_then_one_tile_column():
+    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
+    gpu = get_gpu("h100-sxm5-80gb")
+    runs = probe.tasks(columns=True)
+    half = len(runs) // 2
+    assert len(runs) == 2 * 4 * 2 * 3 == distinct(runs) and not refused(runs, gpu)
+    assert [r["panel"] for r in runs] == ["row"] * half + ["column"] * half
+    for row, column in zip(runs[:half], runs[half:]):
+        assert (row["m"], row["n"]) == (row["tile_m"], row["n"]) and row["n"] % row["tile_n"] == 0
+        assert (column["m"], column["n"]) == (row["n"] // row["tile_n"] * row["tile_m"], row["tile_n"])
+        assert probe.label(column, True, columns=True)["ctas"] == probe.label(row, True)["ctas"]
+    assert {r["panel"] for r in probe.tasks(wide=True) + probe.tasks(boxes=True)} == {"row"}
+
+
+COLUMNS = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_columns_modes_h100_2026-11-27.csv"
+
+
+def test_the_column_run_finds_the_256_row_tiles_slow_ring_whichever_operand_is_shared():
+    """The --columns --modes run (lent H100): with 32 CTAs at two stages, a 256-row tile's
+    full k-block is 0.2 us slower than a 256-column tile's in one tile row (every CTA reads
+    the same A box) and in one tile column (the same B box) alike; 256x64 slower than 64x256
+    in both. The row runs repeat the --boxes run's as-measured ones within 3%."""
+    with open(COLUMNS) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 144 and all(r["status"] == "ok" for r in rows)
+    t = {(r["tile"], int(r["ctas"]), r["mode"], int(r["stages"]), r["panel"]): float(r["time_us"]) / 128
+         for r in rows}
+    for panel in ("row", "column"):
+        at = lambda tile: t[(tile, 32, "full", 2, panel)]  # noqa: E731
+        assert 0.15 < at("256x128") - at("128x256") < 0.25, panel
+        assert at("256x64") > at("64x256") + 0.05, panel
+    with open(BOXES) as f:
+        for r in csv.DictReader(f):
+            if r["box"] == "256":
+                key = (r["tile"], int(r["ctas"]), r["mode"], int(r["stages"]), "row")
+                assert abs(t[key] / (float(r["time_us"]) / 128) - 1) < 0.03, key
