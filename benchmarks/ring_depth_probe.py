@@ -27,6 +27,10 @@ boxes (``WsHopper.box_limit``): whether a slow two-stage ring is the 256-row box
 ``--columns`` it times the same wide rings with the CTAs in one tile row (M = TM: every
 CTA reads the same A box, each its own B box) and in one tile column (N = TN: the same B
 box, each its own A box): whether the slow ring is the operand all CTAs share. With
+``--release`` it times the wide tiles' and 128x128's cooperative rings (two to four
+stages) as measured, a consumer freeing k-block j - 1's slot once j - 1's wgmmas are done
+and j's issued, and again freeing it before j's issue (``WsHopper.release_first``):
+whether the slow ring is the time the consumers take to issue a k-block. With
 ``--ctas`` it times the round trip against the load on the memory system instead: 128x64,
 128x128 and 64x128 tiles (1x1, cooperative) at 2, 3 and 4 stages, with 1, 2, 4, 8, 16, 32,
 64 and 132 CTAs of one tile row. A GPU-side script: numpy + cuda-python only. With
@@ -35,9 +39,9 @@ and prints the fitted model's time over the measured one for each full-mode run
 (ws-pipelined fitted on every development row, model_ceiling.py), the stages across.
 
     PYTHONPATH=src python3 benchmarks/ring_depth_probe.py [--out probe.csv]
-        [--schedules | --wide | --ctas | --boxes | --columns] [--modes]
+        [--schedules | --wide | --ctas | --boxes | --columns | --release] [--modes]
     python benchmarks/ring_depth_probe.py --predict probe.csv
-        [--schedules | --wide | --ctas | --boxes | --columns] [--modes]
+        [--schedules | --wide | --ctas | --boxes | --columns | --release] [--modes]
 """
 
 from __future__ import annotations
@@ -57,13 +61,18 @@ MODES = ("full", "load-only", "math-only")  # --modes
 CTA_TILES = ((128, 64), (128, 128), (64, 128))  # --ctas
 CTA_COUNTS = (1, 2, 4, 8, 16, 32, 64, 132)
 CTA_STAGES = (2, 3, 4)
-BOX_STAGES = (2, 3, 4)  # --boxes
-BOX_LIMITS = (256, 128)  # rows of one TMA box at most: as measured, then 256-row slices as two boxes
+BOX_STAGES = (2, 3, 4)  # --boxes, --columns, --release
+# WsHopper's probe knobs, as the kernels were measured; --boxes and --release time each run
+# as measured, then with one knob turned: 256-row operand slices as two 128-row TMA boxes,
+# a consumer freeing the previous k-block's slot before issuing the next one's wgmmas
+AS_MEASURED = {"box_limit": 256, "release_first": False}
+VARIANTS = {"boxes": ({}, {"box_limit": 128}), "release": ({}, {"release_first": True})}
+RELEASE_TILES = WIDE_TILES + ((128, 128),)  # --release: the wide tiles and a fast ring beside them
 PANELS = ("row", "column")  # --columns: the CTAs' tiles in one tile row, then in one tile column
 
 
 def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas: bool = False,
-          boxes: bool = False, columns: bool = False) -> list[dict]:
+          boxes: bool = False, columns: bool = False, release: bool = False) -> list[dict]:
     """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration); ring
     depths the H100's shared memory cannot hold are left out. ``schedules``: the clusters'
     and ping-pong's rings (SCHEDULE_TILES x CTAS x CLUSTERS x SCHEDULES x STAGES); ``wide``:
@@ -72,10 +81,12 @@ def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas
     release each slot as it lands: the ring without the multiply) and the math-only one
     (no loads); ``ctas``: the round trip against the CTAs in flight (CTA_TILES x
     CTA_COUNTS x CTA_STAGES, 1x1 clusters, cooperative); ``boxes``: the wide tiles'
-    cooperative rings with each box limit (BOX_LIMITS x WIDE_TILES x CTAS x BOX_STAGES, a
-    task's ``box_limit`` the rows of one TMA box at most), as measured first; ``columns``:
-    the same rings in one tile row and in one tile column (PANELS x WIDE_TILES x CTAS x
-    BOX_STAGES, a task's ``panel``; every other selection's runs are one tile row)."""
+    cooperative rings as measured, then with 256-row slices as two boxes (2 x WIDE_TILES x
+    CTAS x BOX_STAGES); ``columns``: the same rings in one tile row and in one tile column
+    (PANELS x WIDE_TILES x CTAS x BOX_STAGES, a task's ``panel``; every other selection's
+    runs are one tile row); ``release``: RELEASE_TILES' cooperative rings as measured, then
+    with each slot freed before the next k-block's issue (2 x RELEASE_TILES x CTAS x
+    BOX_STAGES). Every task carries the WsHopper knobs it runs with (AS_MEASURED's keys)."""
     from gemmperf.hardware import get_gpu
     from gemmperf.kernels import check_legal
     from gemmperf.problem import KernelConfig
@@ -84,10 +95,11 @@ def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas
     clusters = CLUSTERS if schedules else ((1, 1),)
     kinds = [(c, s) for c in clusters for s in SCHEDULES] if schedules or wide else [((1, 1), "cooperative")]
     out = []
-    tiles = SCHEDULE_TILES if schedules else WIDE_TILES if wide or boxes or columns else CTA_TILES if ctas else TILES
-    depths = CTA_STAGES if ctas else BOX_STAGES if boxes or columns else STAGES
-    for box_limit, panel in [(b, p) for b in (BOX_LIMITS if boxes else BOX_LIMITS[:1])
-                             for p in (PANELS if columns else PANELS[:1])]:
+    tiles = (SCHEDULE_TILES if schedules else WIDE_TILES if wide or boxes or columns else RELEASE_TILES if release
+             else CTA_TILES if ctas else TILES)
+    depths = CTA_STAGES if ctas else BOX_STAGES if boxes or columns or release else STAGES
+    variants = VARIANTS["boxes"] if boxes else VARIANTS["release"] if release else ({},)
+    for knobs, panel in [({**AS_MEASURED, **v}, p) for v in variants for p in (PANELS if columns else PANELS[:1])]:
         for tile_m, tile_n in tiles:
             for n_ctas in CTA_COUNTS if ctas else CTAS:
                 for (cm, cn), schedule in kinds:
@@ -100,19 +112,20 @@ def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas
                                     (n_ctas // cn * tile_m, cn * tile_n))
                             for mode in MODES if modes else ("full",):
                                 out.append({"m": m, "n": n, "k": K, **{**cfg.as_dict(), "mode": mode},
-                                            "box_limit": box_limit, "panel": panel})
+                                            **knobs, "panel": panel})
     return out
 
 
-def label(task: dict, named: bool, boxes: bool = False, columns: bool = False) -> dict:
+def label(task: dict, named: bool, boxes: bool = False, columns: bool = False, release: bool = False) -> dict:
     """The columns that name a run: tile, CTAs, M, N, stages (and, ``named``, the cluster,
     the schedule and the mode, for runs that differ in them; ``boxes``, the box limit;
-    ``columns``, the panel)."""
+    ``columns``, the panel; ``release``, when a slot is freed)."""
     ctas = task["m"] // task["tile_m"] * (task["n"] // task["tile_n"])
     kind = {"cluster": f"{task['cluster_m']}x{task['cluster_n']}", "schedule": task["schedule"],
             "mode": task["mode"]} if named else {}
     kind.update({"box": task["box_limit"]} if boxes else {})
     kind.update({"panel": task["panel"]} if columns else {})
+    kind.update({"release": "first" if task["release_first"] else "after-issue"} if release else {})
     return {"tile": f"{task['tile_m']}x{task['tile_n']}", "ctas": ctas, **kind, "m": task["m"], "n": task["n"],
             "stages": task["stages"]}
 
@@ -132,9 +145,9 @@ def predict(path, **selection) -> list[str]:
     pred = predicted([t for t, _ in full])
     ratio = {}
     for (t, r), p in zip(full, pred):
-        name = " ".join(str(v) for k, v in label(t, True, selection.get("boxes", False),
-                                                 selection.get("columns", False)).items()
-                        if k in ("tile", "ctas", "cluster", "schedule", "box", "panel"))
+        named = label(t, True, *(selection.get(k, False) for k in ("boxes", "columns", "release")))
+        name = " ".join(str(v) for k, v in named.items()
+                        if k in ("tile", "ctas", "cluster", "schedule", "box", "panel", "release"))
         ratio.setdefault(name, []).append((t["stages"], p / float(r["time_us"])))
     out = [f"{name}  " + " ".join(f"{s}: {x:.2f}" for s, x in values) for name, values in ratio.items()]
     ape = [abs(x - 1.0) for values in ratio.values() for _, x in values]
@@ -148,10 +161,10 @@ def main(argv=None) -> int:
     if "--predict" in argv:
         i = argv.index("--predict")
         flags = {f.lstrip("-"): True for f in argv[:i] + argv[i + 2:]}
-        unknown = sorted(set(flags) - {"schedules", "wide", "modes", "ctas", "boxes", "columns"})
+        unknown = sorted(set(flags) - {"schedules", "wide", "modes", "ctas", "boxes", "columns", "release"})
         if i + 1 >= len(argv) or unknown:
             raise SystemExit("usage: ring_depth_probe.py --predict probe.csv "
-                             "[--schedules | --wide | --ctas | --boxes | --columns] [--modes]")
+                             "[--schedules | --wide | --ctas | --boxes | --columns | --release] [--modes]")
         print("\n".join(predict(argv[i + 1], **flags)))
         return 0
     from probes import run, start, write_csv
@@ -163,25 +176,29 @@ def main(argv=None) -> int:
                                          "modes": "every run also as the load-only and the math-only kernel",
                                          "ctas": "the round trip against the CTAs in flight, 1 to 132",
                                          "boxes": "the wide tiles' 256-row slices as one TMA box, then two",
-                                         "columns": "the wide tiles' rings in one tile row, then one tile column"})
+                                         "columns": "the wide tiles' rings in one tile row, then one tile column",
+                                         "release": "the rings with each slot freed before the next issue"})
     kblocks = -(-K // TILE_K)
-    named = a.schedules or a.wide or a.modes or a.boxes or a.columns  # runs that differ in more than size
-    todo = tasks(a.schedules, a.wide, a.modes, a.ctas, a.boxes, a.columns)
+    named = a.schedules or a.wide or a.modes or a.boxes or a.columns or a.release  # runs differing in more than size
+    todo = tasks(a.schedules, a.wide, a.modes, a.ctas, a.boxes, a.columns, a.release)
     rows = []
     out, a.out = a.out, None
-    limits = list(dict.fromkeys(t["box_limit"] for t in todo))  # as measured first
-    for limit in limits:
-        WS_HOPPER.box_limit = limit
-        if len(limits) > 1:
-            meas.kernels.clear()  # the Measurer keeps kernels by configuration, whatever their boxes
-        rows += run(a, gpu, meas, [t for t in todo if t["box_limit"] == limit],
-                    lambda t: label(t, named, a.boxes, a.columns))
-    WS_HOPPER.box_limit = BOX_LIMITS[0]
+    knobs = lambda t: tuple(t[k] for k in AS_MEASURED)  # noqa: E731
+    variants = list(dict.fromkeys(knobs(t) for t in todo))  # as measured first
+    for variant in variants:
+        for key, value in zip(AS_MEASURED, variant):
+            setattr(WS_HOPPER, key, value)
+        if len(variants) > 1:
+            meas.kernels.clear()  # the Measurer keeps kernels by configuration, whatever their knobs
+        rows += run(a, gpu, meas, [t for t in todo if knobs(t) == variant],
+                    lambda t: label(t, named, a.boxes, a.columns, a.release))
+    for key, value in AS_MEASURED.items():
+        setattr(WS_HOPPER, key, value)
     if out:
         write_csv(out, rows)
     print(f"\nus per k-block ({kblocks} k-blocks), stages: time")
-    kind = lambda r: tuple(r[c] for c in ("tile", "ctas", "cluster", "schedule", "mode", "box", "panel")  # noqa: E731
-                           if c in r)
+    kind = lambda r: tuple(r[c] for c in ("tile", "ctas", "cluster", "schedule", "mode", "box", "panel",  # noqa: E731
+                                          "release") if c in r)
     for name in dict.fromkeys(kind(r) for r in rows):  # one line a tile, CTA count (cluster, schedule, mode)
         t = [(r["stages"], r["time_us"] / kblocks) for r in rows if r["status"] == "ok" and kind(r) == name]
         print(" ".join(str(v) for v in name) + "  " + " / ".join(f"{s}: {x:.3f}" for s, x in t))

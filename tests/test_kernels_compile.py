@@ -187,3 +187,19 @@ def test_two_box_operand_loads_compile(cluster, tmp_path):
     assert split != measured and builder.render(cfg) == measured
     assert "#define A_BOX 128" in split and "#define A_BOX 256" in measured
     assert kern.resources.spills == 0
+
+
+def test_the_release_first_variant_compiles(tmp_path):
+    """ring_depth_probe --release: a consumer that frees the previous k-block's slot before
+    issuing the next one's wgmmas is a kernel of its own; the default renders as measured."""
+    hopper = get_family("ws-hopper")
+    cfg = KernelConfig("ws-hopper", "bf16", 256, 128, 64, 2, 1, 1, True, epilogue="tma")
+    measured = builder.render(cfg)
+    hopper.release_first = True
+    try:
+        first = builder.render(cfg)
+        kern = builder.build(cfg, "sm_90a", cache=tmp_path)
+    finally:
+        hopper.release_first = False
+    assert "#define RELEASE_FIRST 1" in first and "#define RELEASE_FIRST 0" in measured
+    assert builder.render(cfg) == measured and kern.resources.spills == 0

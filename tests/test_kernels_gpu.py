@@ -184,3 +184,24 @@ def test_two_box_operand_loads_are_correct(tile, cluster, arch):
             assert ok, f"{cfg.key()} two boxes {m}x{n}x{k}: {why}"
     finally:
         hopper.box_limit = 256
+
+
+@pytest.mark.skipif(GPU is None or not get_family("ws-hopper").runs_on(GPU), reason=REASON or "needs sm_90a")
+@pytest.mark.parametrize("tile", [(256, 128), (128, 128)])
+@pytest.mark.parametrize("stages", [2, 4])
+def test_release_first_is_correct(tile, stages, arch):
+    """ring_depth_probe --release's kernels: a slot freed before the next k-block's issue
+    gives the product."""
+    from gemmperf.kernels.builder import build
+    from gemmperf.kernels.verify import verify
+
+    hopper = get_family("ws-hopper")
+    cfg = KernelConfig("ws-hopper", "bf16", *tile, 64, stages, 1, 1, True, epilogue="tma")
+    hopper.release_first = True
+    try:
+        kern = build(cfg, arch)
+        for m, n, k in [(17, 33, 65), (300, 257, 200), (1000, 1000, 1000)]:
+            ok, rel, why = verify(kern, m, n, k)
+            assert ok, f"{cfg.key()} release first {m}x{n}x{k}: {why}"
+    finally:
+        hopper.release_first = False

@@ -220,7 +220,8 @@ def test_the_box_run_switches_the_box_and_builds_the_kernels_again(tmp_path, mon
             return {"status": "ok", "time_us": 128.0}
 
     out = tmp_path / "boxes.csv"
-    flags = {"schedules": False, "wide": False, "modes": False, "ctas": False, "boxes": True, "columns": False}
+    flags = {"schedules": False, "wide": False, "modes": False, "ctas": False, "boxes": True, "columns": False,
+             "release": False}
     monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags_=None: (
         argparse.Namespace(out=str(out), **flags), get_gpu("h100-sxm5-80gb"), Meas()))
     monkeypatch.setitem(sys.modules, "probes", probes)
@@ -311,3 +312,39 @@ def test_the_column_run_finds_the_256_row_tiles_slow_ring_whichever_operand_is_s
             if r["box"] == "256":
                 key = (r["tile"], int(r["ctas"]), r["mode"], int(r["stages"]), "row")
                 assert abs(t[key] / (float(r["time_us"]) / 128) - 1) < 0.03, key
+
+
+def test_the_release_runs_time_each_ring_as_measured_then_freeing_the_slot_first():
+    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
+    gpu = get_gpu("h100-sxm5-80gb")
+    runs = probe.tasks(release=True)
+    half = len(runs) // 2
+    assert len(runs) == 2 * 5 * 2 * 3 == distinct(runs) and not refused(runs, gpu)
+    assert [r["release_first"] for r in runs] == [False] * half + [True] * half
+    assert {r["box_limit"] for r in runs} == {256} and {r["release_first"] for r in probe.tasks(boxes=True)} == {False}
+    assert {(r["tile_m"], r["tile_n"]) for r in runs} == set(probe.RELEASE_TILES)
+    assert [probe.label(r, True, release=True)["release"] for r in (runs[0], runs[half])] == ["after-issue", "first"]
+
+
+RELEASE = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_release_h100_2026-11-27.csv"
+
+
+def test_the_release_run_finds_the_slow_ring_in_the_issue_of_the_next_k_block():
+    """The --release run (lent H100): freeing k-block j - 1's slot before issuing j's wgmmas
+    (not after) takes, at 32 CTAs and two stages, 0.28 us off 256x128's k-block and 0.14
+    off 256x64's (16 wgmmas a tensor-core sub-partition a k-block: about half the multiply,
+    what issuing j's wgmmas waits for), and 0.05 off the tiles of 8 or fewer; 256x128 then
+    runs faster than 128x256. At four stages, where the multiply binds, no tile gets slower
+    by more than 2%."""
+    with open(RELEASE) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 60 and all(r["status"] == "ok" for r in rows)
+    t = {(r["tile"], int(r["ctas"]), int(r["stages"]), r["release"]): float(r["time_us"]) / 128 for r in rows}
+    gain = {tile: t[(tile, 32, 2, "after-issue")] - t[(tile, 32, 2, "first")]
+            for tile in ("256x128", "256x64", "128x256", "128x128", "64x256")}
+    assert 0.25 < gain["256x128"] < 0.30 and 0.12 < gain["256x64"] < 0.16
+    assert all(0.03 < gain[tile] < 0.07 for tile in ("128x256", "128x128", "64x256"))
+    assert t[("256x128", 32, 2, "first")] < t[("128x256", 32, 2, "first")]
+    for (tile, ctas, stages, release), us in t.items():
+        if stages == 4 and release == "first":
+            assert us < 1.02 * t[(tile, ctas, stages, "after-issue")], (tile, ctas)

@@ -1,7 +1,8 @@
 // ws-hopper (hopper.py says what each configuration value means).
 // Defined by hopper.py: NWG consumer warpgroups, WG_M rows of C per consumer warpgroup,
 // THREADS, PROD_REGS, CONS_REGS, CLUSTER_M, CLUSTER_N, PINGPONG, EPI_TMA, ESZ (bytes of an
-// input element), FP8, SPLIT_K, STREAM_K, A_BOX and B_BOX (rows of one TMA load of A, B).
+// input element), FP8, SPLIT_K, STREAM_K, A_BOX and B_BOX (rows of one TMA load of A, B),
+// RELEASE_FIRST (a probe's variant: a consumer frees a slot before issuing the next k-block).
 #define MA (WG_M / 64)                       // m64 wgmma rows per consumer warpgroup
 #define NACC (BN / 2)                        // fp32 accumulators per m64 row block
 #define A_STAGE_BYTES (BM * BK * ESZ)
@@ -512,6 +513,12 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
             for (int kt = 0; kt < nk; ++kt) {
 #if MODE == MODE_FULL
                 mbar_wait(&full[stage], phase);
+#if RELEASE_FIRST
+                // a probe's variant: the previous k-block's slot freed before this one's wgmmas issue
+                wgmma_wait<0>();
+                fence_acc(acc);
+                if (kt > 0) release_slot(&empty[prev], cm, cn, tid);
+#endif
 #endif
                 const u32 a_base = smem_u32(sA + stage * A_STAGE_BYTES + wg_row0 * 128);
                 const u32 b_base = smem_u32(sB + stage * B_STAGE_BYTES);
@@ -524,9 +531,12 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
                     for (int m = 0; m < MA; ++m) wgmma_tile(acc[m], make_desc(a_base + m * 64 * 128 + kk * 32), db);
                 }
                 wgmma_commit();
+#if !(RELEASE_FIRST && MODE == MODE_FULL)
                 wgmma_wait<1>();
                 fence_acc(acc);
-#if MODE == MODE_FULL
+#endif
+#if MODE == MODE_FULL && !RELEASE_FIRST
+                // the previous k-block's slot, freed once its wgmmas are done and this one's issued
                 if (kt > 0) release_slot(&empty[prev], cm, cn, tid);
 #endif
                 prev = stage;

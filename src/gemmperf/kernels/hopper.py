@@ -9,6 +9,11 @@ One producer warpgroup (a single thread issues TMA, the group gives its register
 with ``setmaxnreg``) and one or two consumer warpgroups issuing ``wgmma.m64nBNk16``; a
 ring of ``STAGES`` shared-memory buffers with full/empty mbarriers; TMA tiles use the
 128-byte swizzle (tile K = 64 elements = 128-byte rows) and zero-fill out-of-bounds tails.
+A consumer frees k-block j - 1's slot once j - 1's wgmmas are done and j's are issued
+(``wgmma_wait<1>`` after the commit). On a shallow ring of 256-row tiles that issue
+waits for half the multiply (16 wgmmas a tensor-core sub-partition a k-block), and the
+slot comes back that much later (benchmarks/README.md, the ring depth probe's
+``--release``).
 The configuration dimensions, each a ``#define`` of ``hopper.cu``:
 
 - schedule ``cooperative``: both consumer warpgroups on one tile, split along M;
@@ -95,6 +100,10 @@ class WsHopper(Family):
     # cluster_m) as boxes of this many rows. Every kernel measured loads a slice as one
     # box; ring_depth_probe --boxes lowers it to 128 to time 256-row slices as two boxes.
     box_limit = 256
+    # When a consumer frees the previous k-block's ring slot: as measured, once that
+    # k-block's wgmmas are done and this one's are issued (``wgmma_wait<1>`` after the
+    # commit); ring_depth_probe --release sets True to free it before this one's issue.
+    release_first = False
 
     def runs_on_arch(self, arch: str) -> bool:
         return arch == "sm_90a"  # wgmma and setmaxnreg
@@ -289,6 +298,7 @@ class WsHopper(Family):
             CLUSTER_N=cfg.cluster_n,
             A_BOX=self.operand_boxes(cfg)[0],
             B_BOX=self.operand_boxes(cfg)[1],
+            RELEASE_FIRST=int(self.release_first),
             PINGPONG=int(cfg.schedule == "pingpong"),
             EPI_TMA=int(cfg.epilogue == "tma"),
         )
