@@ -30,7 +30,11 @@ box, each its own A box): whether the slow ring is the operand all CTAs share. W
 ``--release`` it times the wide tiles' and 128x128's cooperative rings (two to four
 stages) as measured, a consumer freeing k-block j - 1's slot once j - 1's wgmmas are done
 and j's issued, and again freeing it before j's issue (``WsHopper.release_first``):
-whether the slow ring is the time the consumers take to issue a k-block. With
+whether the slow ring is the time the consumers take to issue a k-block. With ``--rate``
+it times load-only rings of 128x64, 128x128, 128x256 and 256x128 tiles with 1 and 8 CTAs
+at every depth: the bytes a CTA's slots bring in a microsecond grow with the slots in
+flight until one SM's rate from memory caps them (the fitted ``sm_load_bytes_per_us``).
+With
 ``--ctas`` it times the round trip against the load on the memory system instead: 128x64,
 128x128 and 64x128 tiles (1x1, cooperative) at 2, 3 and 4 stages, with 1, 2, 4, 8, 16, 32,
 64 and 132 CTAs of one tile row. A GPU-side script: numpy + cuda-python only. With
@@ -39,7 +43,7 @@ and prints the fitted model's time over the measured one for each full-mode run
 (ws-pipelined fitted on every development row, model_ceiling.py), the stages across.
 
     PYTHONPATH=src python3 benchmarks/ring_depth_probe.py [--out probe.csv]
-        [--schedules | --wide | --ctas | --boxes | --columns | --release] [--modes]
+        [--schedules | --wide | --ctas | --boxes | --columns | --release | --rate] [--modes]
     python benchmarks/ring_depth_probe.py --predict probe.csv
         [--schedules | --wide | --ctas | --boxes | --columns | --release] [--modes]
 """
@@ -68,11 +72,13 @@ BOX_STAGES = (2, 3, 4)  # --boxes, --columns, --release
 AS_MEASURED = {"box_limit": 256, "release_first": False}
 VARIANTS = {"boxes": ({}, {"box_limit": 128}), "release": ({}, {"release_first": True})}
 RELEASE_TILES = WIDE_TILES + ((128, 128),)  # --release: the wide tiles and a fast ring beside them
+RATE_TILES = ((128, 64), (128, 128), (128, 256), (256, 128))  # --rate: one SM's load rate, load-only
+RATE_CTAS = (1, 8)
 PANELS = ("row", "column")  # --columns: the CTAs' tiles in one tile row, then in one tile column
 
 
 def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas: bool = False,
-          boxes: bool = False, columns: bool = False, release: bool = False) -> list[dict]:
+          boxes: bool = False, columns: bool = False, release: bool = False, rate: bool = False) -> list[dict]:
     """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration); ring
     depths the H100's shared memory cannot hold are left out. ``schedules``: the clusters'
     and ping-pong's rings (SCHEDULE_TILES x CTAS x CLUSTERS x SCHEDULES x STAGES); ``wide``:
@@ -86,7 +92,9 @@ def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas
     (PANELS x WIDE_TILES x CTAS x BOX_STAGES, a task's ``panel``; every other selection's
     runs are one tile row); ``release``: RELEASE_TILES' cooperative rings as measured, then
     with each slot freed before the next k-block's issue (2 x RELEASE_TILES x CTAS x
-    BOX_STAGES). Every task carries the WsHopper knobs it runs with (AS_MEASURED's keys)."""
+    BOX_STAGES); ``rate``: the load-only rings of RATE_TILES with RATE_CTAS CTAs at every
+    depth, where one SM's rate from memory caps the deep rings. Every task carries the
+    WsHopper knobs it runs with (AS_MEASURED's keys)."""
     from gemmperf.hardware import get_gpu
     from gemmperf.kernels import check_legal
     from gemmperf.problem import KernelConfig
@@ -96,12 +104,12 @@ def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas
     kinds = [(c, s) for c in clusters for s in SCHEDULES] if schedules or wide else [((1, 1), "cooperative")]
     out = []
     tiles = (SCHEDULE_TILES if schedules else WIDE_TILES if wide or boxes or columns else RELEASE_TILES if release
-             else CTA_TILES if ctas else TILES)
+             else CTA_TILES if ctas else RATE_TILES if rate else TILES)
     depths = CTA_STAGES if ctas else BOX_STAGES if boxes or columns or release else STAGES
     variants = VARIANTS["boxes"] if boxes else VARIANTS["release"] if release else ({},)
     for knobs, panel in [({**AS_MEASURED, **v}, p) for v in variants for p in (PANELS if columns else PANELS[:1])]:
         for tile_m, tile_n in tiles:
-            for n_ctas in CTA_COUNTS if ctas else CTAS:
+            for n_ctas in CTA_COUNTS if ctas else RATE_CTAS if rate else CTAS:
                 for (cm, cn), schedule in kinds:
                     for stages in depths:
                         cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n,
@@ -110,7 +118,7 @@ def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas
                         if check_legal(cfg, gpu) is None:  # a row: cm tile rows, ctas / cm tile columns
                             m, n = ((cm * tile_m, n_ctas // cm * tile_n) if panel == "row" else
                                     (n_ctas // cn * tile_m, cn * tile_n))
-                            for mode in MODES if modes else ("full",):
+                            for mode in ("load-only",) if rate else MODES if modes else ("full",):
                                 out.append({"m": m, "n": n, "k": K, **{**cfg.as_dict(), "mode": mode},
                                             **knobs, "panel": panel})
     return out
@@ -161,8 +169,8 @@ def main(argv=None) -> int:
     if "--predict" in argv:
         i = argv.index("--predict")
         flags = {f.lstrip("-"): True for f in argv[:i] + argv[i + 2:]}
-        unknown = sorted(set(flags) - {"schedules", "wide", "modes", "ctas", "boxes", "columns", "release"})
-        if i + 1 >= len(argv) or unknown:
+        unknown = sorted(set(flags) - {"schedules", "wide", "modes", "ctas", "boxes", "columns", "release", "rate"})
+        if i + 1 >= len(argv) or unknown or flags.get("rate"):
             raise SystemExit("usage: ring_depth_probe.py --predict probe.csv "
                              "[--schedules | --wide | --ctas | --boxes | --columns | --release] [--modes]")
         print("\n".join(predict(argv[i + 1], **flags)))
@@ -177,10 +185,11 @@ def main(argv=None) -> int:
                                          "ctas": "the round trip against the CTAs in flight, 1 to 132",
                                          "boxes": "the wide tiles' 256-row slices as one TMA box, then two",
                                          "columns": "the wide tiles' rings in one tile row, then one tile column",
-                                         "release": "the rings with each slot freed before the next issue"})
+                                         "release": "the rings with each slot freed before the next issue",
+                                         "rate": "one SM's load rate: load-only rings of 1 and 8 CTAs, every depth"})
     kblocks = -(-K // TILE_K)
-    named = a.schedules or a.wide or a.modes or a.boxes or a.columns or a.release  # runs differing in more than size
-    todo = tasks(a.schedules, a.wide, a.modes, a.ctas, a.boxes, a.columns, a.release)
+    named = a.schedules or a.wide or a.modes or a.boxes or a.columns or a.release or a.rate  # more than size differs
+    todo = tasks(a.schedules, a.wide, a.modes, a.ctas, a.boxes, a.columns, a.release, a.rate)
     rows = []
     out, a.out = a.out, None
     knobs = lambda t: tuple(t[k] for k in AS_MEASURED)  # noqa: E731

@@ -221,7 +221,7 @@ def test_the_box_run_switches_the_box_and_builds_the_kernels_again(tmp_path, mon
 
     out = tmp_path / "boxes.csv"
     flags = {"schedules": False, "wide": False, "modes": False, "ctas": False, "boxes": True, "columns": False,
-             "release": False}
+             "release": False, "rate": False}
     monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags_=None: (
         argparse.Namespace(out=str(out), **flags), get_gpu("h100-sxm5-80gb"), Meas()))
     monkeypatch.setitem(sys.modules, "probes", probes)
@@ -348,3 +348,37 @@ def test_the_release_run_finds_the_slow_ring_in_the_issue_of_the_next_k_block():
     for (tile, ctas, stages, release), us in t.items():
         if stages == 4 and release == "first":
             assert us < 1.02 * t[(tile, ctas, stages, "after-issue")], (tile, ctas)
+
+
+def test_the_rate_runs_are_load_only_rings_of_one_and_eight_ctas_at_every_depth():
+    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
+    gpu = get_gpu("h100-sxm5-80gb")
+    runs = probe.tasks(rate=True)
+    assert distinct(runs) == len(runs) and not refused(runs, gpu)
+    assert {r["mode"] for r in runs} == {"load-only"} and {r["m"] // r["tile_m"] for r in runs} == {1}
+    assert {r["n"] // r["tile_n"] for r in runs} == set(probe.RATE_CTAS)
+    depths = {(r["tile_m"], r["tile_n"]): [] for r in runs}
+    for r in runs:
+        depths[(r["tile_m"], r["tile_n"])].append(r["stages"])
+    assert max(depths[(128, 64)]) == 8 and max(depths[(256, 128)]) == 4 and min(min(d) for d in depths.values()) == 2
+
+
+RATE = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_rate_h100_2026-11-27.csv"
+
+
+def test_the_rate_run_puts_one_sms_load_rate_near_190_kb_a_microsecond():
+    """The --rate run (lent H100): one CTA's load-only ring brings in more bytes a
+    microsecond with each slot added until it levels at 188-195 KB/us (95-99 B a clock at
+    1980 MHz) whatever the tile: one SM's rate from memory (``sm_load_bytes_per_us``)."""
+    with open(RATE) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 36 and all(r["status"] == "ok" for r in rows)
+    rate = {}
+    for r in rows:
+        tm, tn = (int(v) for v in r["tile"].split("x"))
+        rate[(r["tile"], int(r["ctas"]), int(r["stages"]))] = 128 * (tm + tn) * 64 * 2 / float(r["time_us"])
+    for tile in ("128x64", "128x128", "128x256", "256x128"):
+        depths = sorted(b for t, c, b in rate if (t, c) == (tile, 1))
+        deepest = rate[(tile, 1, depths[-1])]
+        assert 185e3 < deepest < 200e3, (tile, deepest)
+        assert rate[(tile, 1, 2)] < 0.6 * deepest  # two slots: the round trip binds
