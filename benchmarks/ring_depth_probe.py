@@ -51,6 +51,7 @@ and prints the fitted model's time over the measured one for each full-mode run
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 TILES = ((128, 64), (128, 128), (128, 256), (64, 128))
 STAGES = (2, 3, 4, 5, 6, 7, 8)
@@ -60,102 +61,137 @@ TILE_K = 64
 SCHEDULE_TILES = ((128, 64), (128, 128))  # --schedules
 CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
 SCHEDULES = ("cooperative", "pingpong")
-WIDE_TILES = ((256, 128), (128, 256), (256, 64), (64, 256))  # --wide
+WIDE_TILES = ((256, 128), (128, 256), (256, 64), (64, 256))  # --wide, --boxes, --columns
 MODES = ("full", "load-only", "math-only")  # --modes
 CTA_TILES = ((128, 64), (128, 128), (64, 128))  # --ctas
 CTA_COUNTS = (1, 2, 4, 8, 16, 32, 64, 132)
-CTA_STAGES = (2, 3, 4)
-BOX_STAGES = (2, 3, 4)  # --boxes, --columns, --release
-# WsHopper's probe knobs, as the kernels were measured; --boxes and --release time each run
-# as measured, then with one knob turned: 256-row operand slices as two 128-row TMA boxes,
-# a consumer freeing the previous k-block's slot before issuing the next one's wgmmas
-AS_MEASURED = {"box_limit": 256, "release_first": False}
-VARIANTS = {"boxes": ({}, {"box_limit": 128}), "release": ({}, {"release_first": True})}
+SHALLOW = (2, 3, 4)  # --ctas, --boxes, --columns, --release
 RELEASE_TILES = WIDE_TILES + ((128, 128),)  # --release: the wide tiles and a fast ring beside them
-RATE_TILES = ((128, 64), (128, 128), (128, 256), (256, 128))  # --rate: one SM's load rate, load-only
-RATE_CTAS = (1, 8)
+RATE_TILES = ((128, 64), (128, 128), (128, 256), (256, 128))  # --rate: one SM's load rate
 PANELS = ("row", "column")  # --columns: the CTAs' tiles in one tile row, then in one tile column
+# WsHopper's probe knobs as the kernels were measured; --boxes and --release time each run
+# as measured, then with one knob turned
+AS_MEASURED = {"box_limit": 256, "release_first": False}
+COOPERATIVE = (((1, 1), "cooperative"),)
 
 
-def tasks(schedules: bool = False, wide: bool = False, modes: bool = False, ctas: bool = False,
-          boxes: bool = False, columns: bool = False, release: bool = False, rate: bool = False) -> list[dict]:
-    """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration); ring
-    depths the H100's shared memory cannot hold are left out. ``schedules``: the clusters'
-    and ping-pong's rings (SCHEDULE_TILES x CTAS x CLUSTERS x SCHEDULES x STAGES); ``wide``:
-    tiles of 256 rows or columns, 1x1 clusters, both schedules (WIDE_TILES x CTAS x
-    SCHEDULES x STAGES); ``modes``: each run also as the load-only kernel (the consumers
-    release each slot as it lands: the ring without the multiply) and the math-only one
-    (no loads); ``ctas``: the round trip against the CTAs in flight (CTA_TILES x
-    CTA_COUNTS x CTA_STAGES, 1x1 clusters, cooperative); ``boxes``: the wide tiles'
-    cooperative rings as measured, then with 256-row slices as two boxes (2 x WIDE_TILES x
-    CTAS x BOX_STAGES); ``columns``: the same rings in one tile row and in one tile column
-    (PANELS x WIDE_TILES x CTAS x BOX_STAGES, a task's ``panel``; every other selection's
-    runs are one tile row); ``release``: RELEASE_TILES' cooperative rings as measured, then
-    with each slot freed before the next k-block's issue (2 x RELEASE_TILES x CTAS x
-    BOX_STAGES); ``rate``: the load-only rings of RATE_TILES with RATE_CTAS CTAs at every
-    depth, where one SM's rate from memory caps the deep rings. Every task carries the
-    WsHopper knobs it runs with (AS_MEASURED's keys)."""
+@dataclass(frozen=True)
+class Selection:
+    """One selection's runs: ``variants`` x ``panels`` x ``tiles`` x ``ctas`` x ``kinds``
+    (cluster, schedule) x ``depths`` x modes, in that order. ``modes``: the modes every run
+    takes (None: full, or MODES with --modes); ``variants``: the WsHopper knobs turned
+    (over AS_MEASURED); ``panels``: the CTAs' tiles in one tile row or one tile column;
+    ``label``: the task key that tells the runs apart, its CSV column."""
+
+    tiles: tuple
+    ctas: tuple = CTAS
+    kinds: tuple = COOPERATIVE
+    depths: tuple = STAGES
+    modes: tuple | None = None
+    variants: tuple = ({},)
+    panels: tuple = PANELS[:1]
+    label: tuple = ()  # (task key, CSV column)
+
+
+SELECTIONS = {
+    "": Selection(TILES),
+    "schedules": Selection(SCHEDULE_TILES, kinds=tuple((c, s) for c in CLUSTERS for s in SCHEDULES)),
+    "wide": Selection(WIDE_TILES, kinds=tuple(((1, 1), s) for s in SCHEDULES)),
+    "ctas": Selection(CTA_TILES, ctas=CTA_COUNTS, depths=SHALLOW),
+    # 256-row operand slices as two 128-row TMA boxes
+    "boxes": Selection(WIDE_TILES, depths=SHALLOW, variants=({}, {"box_limit": 128}), label=("box_limit", "box")),
+    "columns": Selection(WIDE_TILES, depths=SHALLOW, panels=PANELS, label=("panel", "panel")),
+    # a consumer freeing the previous k-block's slot before issuing the next one's wgmmas
+    "release": Selection(RELEASE_TILES, depths=SHALLOW, variants=({}, {"release_first": True}),
+                         label=("release_first", "release")),
+    "rate": Selection(RATE_TILES, ctas=(1, 8), modes=("load-only",)),
+}
+FLAGS = {"schedules": "the rings of clusters and ping-pong consumers",
+         "wide": "tiles of 256 rows or columns, both schedules",
+         "ctas": "the round trip against the CTAs in flight, 1 to 132",
+         "boxes": "the wide tiles' 256-row slices as one TMA box, then two",
+         "columns": "the wide tiles' rings in one tile row, then one tile column",
+         "release": "the rings with each slot freed before the next issue",
+         "rate": "one SM's load rate: load-only rings of 1 and 8 CTAs, every depth"}
+
+
+def selected(flags: dict) -> str:
+    """The selection the on/off ``flags`` (name -> bool; ``modes`` aside) name: "" for none."""
+    on = [name for name, value in flags.items() if value and name != "modes"]
+    unknown = sorted(set(on) - set(FLAGS))
+    if unknown or len(on) > 1:
+        raise ValueError(f"one selection at most, of {', '.join(FLAGS)}: got {', '.join(on)}")
+    return on[0] if on else ""
+
+
+def tasks(modes: bool = False, **flags) -> list[dict]:
+    """The runs, in order, of the selection ``flags`` name (``schedules=True``, ...; none:
+    the default tiles): each a task row (``m``, ``n``, ``k``, the configuration, the
+    WsHopper knobs it runs with and its panel); ring depths the H100's shared memory cannot
+    hold are left out. ``modes``: each run also as the load-only kernel (the consumers
+    release each slot as it lands: the ring without the multiply) and the math-only one (no
+    loads). SELECTIONS has each selection's runs."""
     from gemmperf.hardware import get_gpu
     from gemmperf.kernels import check_legal
     from gemmperf.problem import KernelConfig
 
     gpu = get_gpu("h100-sxm5-80gb")
-    clusters = CLUSTERS if schedules else ((1, 1),)
-    kinds = [(c, s) for c in clusters for s in SCHEDULES] if schedules or wide else [((1, 1), "cooperative")]
+    sel = SELECTIONS[selected(flags)]
     out = []
-    tiles = (SCHEDULE_TILES if schedules else WIDE_TILES if wide or boxes or columns else RELEASE_TILES if release
-             else CTA_TILES if ctas else RATE_TILES if rate else TILES)
-    depths = CTA_STAGES if ctas else BOX_STAGES if boxes or columns or release else STAGES
-    variants = VARIANTS["boxes"] if boxes else VARIANTS["release"] if release else ({},)
-    for knobs, panel in [({**AS_MEASURED, **v}, p) for v in variants for p in (PANELS if columns else PANELS[:1])]:
-        for tile_m, tile_n in tiles:
-            for n_ctas in CTA_COUNTS if ctas else RATE_CTAS if rate else CTAS:
-                for (cm, cn), schedule in kinds:
-                    for stages in depths:
+    for knobs, panel in [({**AS_MEASURED, **v}, p) for v in sel.variants for p in sel.panels]:
+        for tile_m, tile_n in sel.tiles:
+            for n_ctas in sel.ctas:
+                for (cm, cn), schedule in sel.kinds:
+                    for stages in sel.depths:
                         cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n,
                                            tile_k=TILE_K, stages=stages, cluster_m=cm, cluster_n=cn,
                                            persistent=True, schedule=schedule, epilogue="tma")
                         if check_legal(cfg, gpu) is None:  # a row: cm tile rows, ctas / cm tile columns
                             m, n = ((cm * tile_m, n_ctas // cm * tile_n) if panel == "row" else
                                     (n_ctas // cn * tile_m, cn * tile_n))
-                            for mode in ("load-only",) if rate else MODES if modes else ("full",):
+                            for mode in sel.modes or (MODES if modes else ("full",)):
                                 out.append({"m": m, "n": n, "k": K, **{**cfg.as_dict(), "mode": mode},
                                             **knobs, "panel": panel})
     return out
 
 
-def label(task: dict, named: bool, boxes: bool = False, columns: bool = False, release: bool = False) -> dict:
+def label(task: dict, named: bool, selection: str = "") -> dict:
     """The columns that name a run: tile, CTAs, M, N, stages (and, ``named``, the cluster,
-    the schedule and the mode, for runs that differ in them; ``boxes``, the box limit;
-    ``columns``, the panel; ``release``, when a slot is freed)."""
+    the schedule and the mode, for runs that differ in them; the ``selection``'s own
+    column where its runs differ in a knob or a panel)."""
     ctas = task["m"] // task["tile_m"] * (task["n"] // task["tile_n"])
     kind = {"cluster": f"{task['cluster_m']}x{task['cluster_n']}", "schedule": task["schedule"],
             "mode": task["mode"]} if named else {}
-    kind.update({"box": task["box_limit"]} if boxes else {})
-    kind.update({"panel": task["panel"]} if columns else {})
-    kind.update({"release": "first" if task["release_first"] else "after-issue"} if release else {})
+    if SELECTIONS[selection].label:
+        key, column = SELECTIONS[selection].label
+        value = task[key]
+        kind[column] = ("first" if value else "after-issue") if key == "release_first" else value
     return {"tile": f"{task['tile_m']}x{task['tile_n']}", "ctas": ctas, **kind, "m": task["m"], "n": task["n"],
             "stages": task["stages"]}
 
 
-def predict(path, **selection) -> list[str]:
-    """The run at ``path`` (this probe's CSV of ``tasks(**selection)``, rows in task order)
-    beside the fitted model: one line a tile, CTA count (cluster, schedule) of the full-mode
-    runs, predicted over measured at each ring depth, then the MAPE over them."""
+NAMES = ("tile", "ctas", "cluster", "schedule", "box", "panel", "release")  # a --predict line's name
+
+
+def predict(path, **flags) -> list[str]:
+    """The run at ``path`` (this probe's CSV of ``tasks(**flags)``, rows in task order)
+    beside the fitted model: one line a tile, CTA count (cluster, schedule, knob, panel) of
+    the full-mode runs, predicted over measured at each ring depth, then the MAPE over them."""
     from probes import predicted, read_csv
 
-    runs = read_csv(path)
-    todo = tasks(**selection)
+    todo = tasks(**flags)
+    try:
+        runs = read_csv(path)
+    except OSError as err:
+        raise SystemExit(f"{path}: {err.strerror}") from None
     if len(runs) != len(todo) or any((int(r["m"]), int(r["n"]), int(r["stages"])) != (t["m"], t["n"], t["stages"])
                                      for r, t in zip(runs, todo)):
-        raise SystemExit(f"{path}: not a run of this selection ({', '.join(k for k, v in selection.items() if v)})")
+        raise SystemExit(f"{path}: not a run of this selection ({', '.join(k for k, v in flags.items() if v)})")
     full = [(t, r) for t, r in zip(todo, runs) if t["mode"] == "full" and r["status"] == "ok"]
     pred = predicted([t for t, _ in full])
     ratio = {}
     for (t, r), p in zip(full, pred):
-        named = label(t, True, *(selection.get(k, False) for k in ("boxes", "columns", "release")))
-        name = " ".join(str(v) for k, v in named.items()
-                        if k in ("tile", "ctas", "cluster", "schedule", "box", "panel", "release"))
+        name = " ".join(str(v) for k, v in label(t, True, selected(flags)).items() if k in NAMES)
         ratio.setdefault(name, []).append((t["stages"], p / float(r["time_us"])))
     out = [f"{name}  " + " ".join(f"{s}: {x:.2f}" for s, x in values) for name, values in ratio.items()]
     ape = [abs(x - 1.0) for values in ratio.values() for _, x in values]
@@ -163,51 +199,61 @@ def predict(path, **selection) -> list[str]:
     return out
 
 
-def main(argv=None) -> int:
-    if argv is None:
-        argv = sys.argv[1:]
-    if "--predict" in argv:
-        i = argv.index("--predict")
-        flags = {f.lstrip("-"): True for f in argv[:i] + argv[i + 2:]}
-        unknown = sorted(set(flags) - {"schedules", "wide", "modes", "ctas", "boxes", "columns", "release", "rate"})
-        if i + 1 >= len(argv) or unknown or flags.get("rate"):
-            raise SystemExit("usage: ring_depth_probe.py --predict probe.csv "
-                             "[--schedules | --wide | --ctas | --boxes | --columns | --release] [--modes]")
-        print("\n".join(predict(argv[i + 1], **flags)))
-        return 0
-    from probes import run, start, write_csv
+def measure_all(a, gpu, meas, todo: list[dict], label_of) -> list[dict]:
+    """Every task of ``todo`` measured (probes.run), one WsHopper knob setting at a time,
+    as measured first (the Measurer's kernels dropped between settings: it keeps them by
+    configuration, whatever the knobs); the knobs set back as measured after."""
+    from probes import run
 
     from gemmperf.kernels.hopper import WS_HOPPER
 
-    a, gpu, meas = start(__doc__, argv, {"schedules": "the rings of clusters and ping-pong consumers",
-                                         "wide": "tiles of 256 rows or columns, both schedules",
-                                         "modes": "every run also as the load-only and the math-only kernel",
-                                         "ctas": "the round trip against the CTAs in flight, 1 to 132",
-                                         "boxes": "the wide tiles' 256-row slices as one TMA box, then two",
-                                         "columns": "the wide tiles' rings in one tile row, then one tile column",
-                                         "release": "the rings with each slot freed before the next issue",
-                                         "rate": "one SM's load rate: load-only rings of 1 and 8 CTAs, every depth"})
-    kblocks = -(-K // TILE_K)
-    named = a.schedules or a.wide or a.modes or a.boxes or a.columns or a.release or a.rate  # more than size differs
-    todo = tasks(a.schedules, a.wide, a.modes, a.ctas, a.boxes, a.columns, a.release, a.rate)
-    rows = []
-    out, a.out = a.out, None
     knobs = lambda t: tuple(t[k] for k in AS_MEASURED)  # noqa: E731
-    variants = list(dict.fromkeys(knobs(t) for t in todo))  # as measured first
-    for variant in variants:
-        for key, value in zip(AS_MEASURED, variant):
+    settings = list(dict.fromkeys(knobs(t) for t in todo))
+    rows = []
+    try:
+        for setting in settings:
+            for key, value in zip(AS_MEASURED, setting):
+                setattr(WS_HOPPER, key, value)
+            if len(settings) > 1:
+                meas.kernels.clear()
+            rows += run(a, gpu, meas, [t for t in todo if knobs(t) == setting], label_of)
+    finally:
+        for key, value in AS_MEASURED.items():
             setattr(WS_HOPPER, key, value)
-        if len(variants) > 1:
-            meas.kernels.clear()  # the Measurer keeps kernels by configuration, whatever their knobs
-        rows += run(a, gpu, meas, [t for t in todo if knobs(t) == variant],
-                    lambda t: label(t, named, a.boxes, a.columns, a.release))
-    for key, value in AS_MEASURED.items():
-        setattr(WS_HOPPER, key, value)
+    return rows
+
+
+def main(argv=None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    usage = f"usage: ring_depth_probe.py --predict probe.csv [{' | '.join('--' + f for f in FLAGS)}] [--modes]"
+    if "--predict" in argv:
+        i = argv.index("--predict")
+        flags = {f.lstrip("-"): True for f in argv[:i] + argv[i + 2:]}
+        if i + 1 >= len(argv) or set(flags) - set(FLAGS) - {"modes"} or flags.get("rate"):
+            raise SystemExit(usage)
+        try:
+            print("\n".join(predict(argv[i + 1], **flags)))
+        except ValueError as err:
+            raise SystemExit(f"ring_depth_probe.py: {err}") from None
+        return 0
+    from probes import start, write_csv
+
+    a, gpu, meas = start(__doc__, argv, {**FLAGS, "modes": "every run also as the load-only and the math-only kernel"})
+    flags = {name: getattr(a, name) for name in FLAGS}
+    try:
+        selection = selected(flags)
+    except ValueError as err:
+        raise SystemExit(f"ring_depth_probe.py: {err}") from None
+    named = a.modes or selection not in ("", "ctas")  # runs that differ in more than size
+    out, a.out = a.out, None
+    rows = measure_all(a, gpu, meas, tasks(a.modes, **flags), lambda t: label(t, named, selection))
     if out:
         write_csv(out, rows)
+    kblocks = -(-K // TILE_K)
     print(f"\nus per k-block ({kblocks} k-blocks), stages: time")
-    kind = lambda r: tuple(r[c] for c in ("tile", "ctas", "cluster", "schedule", "mode", "box", "panel",  # noqa: E731
-                                          "release") if c in r)
+    columns = ("tile", "ctas", "cluster", "schedule", "mode", *NAMES[4:])
+    kind = lambda r: tuple(r[c] for c in columns if c in r)  # noqa: E731
     for name in dict.fromkeys(kind(r) for r in rows):  # one line a tile, CTA count (cluster, schedule, mode)
         t = [(r["stages"], r["time_us"] / kblocks) for r in rows if r["status"] == "ok" and kind(r) == name]
         print(" ".join(str(v) for v in name) + "  " + " / ".join(f"{s}: {x:.3f}" for s, x in t))

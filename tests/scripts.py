@@ -10,12 +10,22 @@ from pathlib import Path
 
 def load_script(path: Path, name: str | None = None):
     """The module of the script at ``path`` (imported afresh, under ``name`` or its stem),
-    its folder on the import path as when it is run (benchmarks' scripts import probes)."""
+    its folder on the import path as when it is run (benchmarks' scripts import probes).
+    While it runs it is in ``sys.modules`` under that name, as a script run is (a dataclass
+    finds its module there), and whatever held the name before holds it again after."""
     if str(path.parent) not in sys.path:
         sys.path.append(str(path.parent))
     spec = importlib.util.spec_from_file_location(name or path.stem, path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    before = sys.modules.get(spec.name)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if before is None:
+            del sys.modules[spec.name]
+        else:
+            sys.modules[spec.name] = before
     return module
 
 

@@ -76,7 +76,7 @@ def test_the_mode_runs_time_each_wide_run_as_the_full_load_only_and_math_only_ke
     runs = probe.tasks(wide=True, modes=True)
     assert len(runs) == 3 * len(probe.tasks(wide=True)) == distinct(runs)
     assert [r["mode"] for r in runs[:3]] == list(probe.MODES)
-    assert all(r["mode"] == "full" for r in probe.tasks(wide=True) + probe.tasks() + probe.tasks(True))
+    assert all(r["mode"] == "full" for r in probe.tasks(wide=True) + probe.tasks() + probe.tasks(schedules=True))
     assert len(probe.tasks(modes=True)) == 3 * len(probe.tasks())  # the default tiles' runs too
     assert probe.label(runs[1], True)["mode"] == "load-only"
 
@@ -196,7 +196,7 @@ def test_the_box_runs_time_each_wide_ring_with_one_box_and_with_two():
     assert {k: v for k, v in runs[0].items() if k != "box_limit"} == {
         k: v for k, v in runs[half].items() if k != "box_limit"}
     assert {(r["schedule"], r["cluster_m"], r["cluster_n"]) for r in runs} == {("cooperative", 1, 1)}
-    assert probe.label(runs[half], True, boxes=True)["box"] == 128 and "box" not in probe.label(runs[0], True)
+    assert probe.label(runs[half], True, "boxes")["box"] == 128 and "box" not in probe.label(runs[0], True)
     assert len(probe.tasks(boxes=True, modes=True)) == 3 * len(runs)
 
 
@@ -286,7 +286,7 @@ def test_the_column_runs_put_the_same_rings_in_one_tile_row_then_one_tile_column
     for row, column in zip(runs[:half], runs[half:]):
         assert (row["m"], row["n"]) == (row["tile_m"], row["n"]) and row["n"] % row["tile_n"] == 0
         assert (column["m"], column["n"]) == (row["n"] // row["tile_n"] * row["tile_m"], row["tile_n"])
-        assert probe.label(column, True, columns=True)["ctas"] == probe.label(row, True)["ctas"]
+        assert probe.label(column, True, "columns")["ctas"] == probe.label(row, True)["ctas"]
     assert {r["panel"] for r in probe.tasks(wide=True) + probe.tasks(boxes=True)} == {"row"}
 
 
@@ -323,7 +323,7 @@ def test_the_release_runs_time_each_ring_as_measured_then_freeing_the_slot_first
     assert [r["release_first"] for r in runs] == [False] * half + [True] * half
     assert {r["box_limit"] for r in runs} == {256} and {r["release_first"] for r in probe.tasks(boxes=True)} == {False}
     assert {(r["tile_m"], r["tile_n"]) for r in runs} == set(probe.RELEASE_TILES)
-    assert [probe.label(r, True, release=True)["release"] for r in (runs[0], runs[half])] == ["after-issue", "first"]
+    assert [probe.label(r, True, "release")["release"] for r in (runs[0], runs[half])] == ["after-issue", "first"]
 
 
 RELEASE = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_release_h100_2026-11-27.csv"
@@ -356,7 +356,7 @@ def test_the_rate_runs_are_load_only_rings_of_one_and_eight_ctas_at_every_depth(
     runs = probe.tasks(rate=True)
     assert distinct(runs) == len(runs) and not refused(runs, gpu)
     assert {r["mode"] for r in runs} == {"load-only"} and {r["m"] // r["tile_m"] for r in runs} == {1}
-    assert {r["n"] // r["tile_n"] for r in runs} == set(probe.RATE_CTAS)
+    assert {r["n"] // r["tile_n"] for r in runs} == set(probe.SELECTIONS["rate"].ctas) == {1, 8}
     depths = {(r["tile_m"], r["tile_n"]): [] for r in runs}
     for r in runs:
         depths[(r["tile_m"], r["tile_n"])].append(r["stages"])
@@ -382,3 +382,17 @@ def test_the_rate_run_puts_one_sms_load_rate_near_190_kb_a_microsecond():
         deepest = rate[(tile, 1, depths[-1])]
         assert 185e3 < deepest < 200e3, (tile, deepest)
         assert rate[(tile, 1, 2)] < 0.6 * deepest  # two slots: the round trip binds
+
+
+def test_one_selection_at_a_time_and_a_missing_run_is_one_line(capsys):
+    import pytest
+
+    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
+    with pytest.raises(ValueError, match="one selection at most"):
+        probe.tasks(boxes=True, wide=True)
+    with pytest.raises(SystemExit, match="one selection at most"):
+        probe.main(["--predict", str(BOXES), "--boxes", "--wide"])
+    with pytest.raises(SystemExit, match="no-such.csv: No such file"):
+        probe.main(["--predict", "no-such.csv", "--boxes"])
+    with pytest.raises(SystemExit, match="usage"):
+        probe.main(["--predict", str(RATE), "--rate"])  # load-only runs: nothing to predict
