@@ -83,13 +83,9 @@ def predicted(tasks: list[dict]) -> list[float]:
     """ws-pipelined's predicted time (us) of each of ``tasks`` (a probe's runs: ``m``, ``n``,
     ``k`` and the configuration's fields), its constants fitted on every development row
     (model_ceiling.fit_in_sample: the H100's bf16 data, the sealed list never read). Needs
-    polars: run on the development machine, not the GPU one."""
-    import sys
-    from pathlib import Path
-
+    polars: run on the development machine, not the GPU one. model_ceiling is probes'
+    neighbour in benchmarks/, on the import path wherever probes is imported from there."""
     import polars as pl
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from model_ceiling import fit_in_sample
 
     from gemmperf.models import ws_pipelined as W
