@@ -165,25 +165,32 @@ def test_split_and_stream_k_are_deterministic(cfg, arch):
         assert not counters.any(), f"{cfg.key()} {m}x{n}x{k}: counters left non-zero"
 
 
+def _verify_with_knob(cfg, arch, knob: str, value):
+    """``cfg`` built and verified on odd and even shapes with the ws-hopper probe knob
+    ``knob`` (``WsHopper.box_limit``, ``release_first``) at ``value``, then set back."""
+    from gemmperf.kernels.builder import build
+    from gemmperf.kernels.verify import verify
+
+    hopper = get_family("ws-hopper")
+    before = getattr(hopper, knob)
+    setattr(hopper, knob, value)
+    try:
+        kern = build(cfg, arch)
+        for m, n, k in [(17, 33, 65), (300, 257, 200), (1000, 1000, 1000)]:
+            ok, rel, why = verify(kern, m, n, k)
+            assert ok, f"{cfg.key()} {knob}={value} {m}x{n}x{k}: {why}"
+    finally:
+        setattr(hopper, knob, before)
+
+
 @pytest.mark.skipif(GPU is None or not get_family("ws-hopper").runs_on(GPU), reason=REASON or "needs sm_90a")
 @pytest.mark.parametrize("tile", [(256, 128), (128, 256)])
 @pytest.mark.parametrize("cluster", [(1, 1), (2, 1), (1, 2)])
 def test_two_box_operand_loads_are_correct(tile, cluster, arch):
     """ring_depth_probe --boxes' kernels: a 256-row operand slice loaded as two 128-row
     boxes gives the product, odd shapes included."""
-    from gemmperf.kernels.builder import build
-    from gemmperf.kernels.verify import verify
-
-    hopper = get_family("ws-hopper")
     cfg = KernelConfig("ws-hopper", "bf16", *tile, 64, 2, *cluster, True, epilogue="tma")
-    hopper.box_limit = 128
-    try:
-        kern = build(cfg, arch)
-        for m, n, k in [(17, 33, 65), (300, 257, 200), (1000, 1000, 1000)]:
-            ok, rel, why = verify(kern, m, n, k)
-            assert ok, f"{cfg.key()} two boxes {m}x{n}x{k}: {why}"
-    finally:
-        hopper.box_limit = 256
+    _verify_with_knob(cfg, arch, "box_limit", 128)
 
 
 @pytest.mark.skipif(GPU is None or not get_family("ws-hopper").runs_on(GPU), reason=REASON or "needs sm_90a")
@@ -192,16 +199,5 @@ def test_two_box_operand_loads_are_correct(tile, cluster, arch):
 def test_release_first_is_correct(tile, stages, arch):
     """ring_depth_probe --release's kernels: a slot freed before the next k-block's issue
     gives the product."""
-    from gemmperf.kernels.builder import build
-    from gemmperf.kernels.verify import verify
-
-    hopper = get_family("ws-hopper")
     cfg = KernelConfig("ws-hopper", "bf16", *tile, 64, stages, 1, 1, True, epilogue="tma")
-    hopper.release_first = True
-    try:
-        kern = build(cfg, arch)
-        for m, n, k in [(17, 33, 65), (300, 257, 200), (1000, 1000, 1000)]:
-            ok, rel, why = verify(kern, m, n, k)
-            assert ok, f"{cfg.key()} release first {m}x{n}x{k}: {why}"
-    finally:
-        hopper.release_first = False
+    _verify_with_knob(cfg, arch, "release_first", True)

@@ -186,12 +186,17 @@ def test_predict_sets_the_fitted_model_beside_a_run():
         probe.predict(CTAS, wide=True)
 
 
-def test_the_box_runs_time_each_wide_ring_with_one_box_and_with_two():
+def _halves(selection: str, count: int):
+    """(probe, runs, half) of a selection whose runs come in two halves (as measured then a
+    knob turned, or a row then a column panel): ``count`` legal, distinct runs."""
     probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
-    gpu = get_gpu("h100-sxm5-80gb")
-    runs = probe.tasks(boxes=True)
-    half = len(runs) // 2
-    assert len(runs) == 2 * 4 * 2 * 3 == distinct(runs) and not refused(runs, gpu)
+    runs = probe.tasks(**{selection: True})
+    assert len(runs) == count == distinct(runs) and not refused(runs, get_gpu("h100-sxm5-80gb"))
+    return probe, runs, count // 2
+
+
+def test_the_box_runs_time_each_wide_ring_with_one_box_and_with_two():
+    probe, runs, half = _halves("boxes", 2 * 4 * 2 * 3)
     assert [r["box_limit"] for r in runs] == [256] * half + [128] * half  # as measured first
     assert {k: v for k, v in runs[0].items() if k != "box_limit"} == {
         k: v for k, v in runs[half].items() if k != "box_limit"}
@@ -277,11 +282,7 @@ def test_the_box_run_finds_the_256_row_tiles_slow_ring_is_not_the_box():
 
 
 def test_the_column_runs_put_the_same_rings_in_one_tile_row_then_one_tile_column():
-    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
-    gpu = get_gpu("h100-sxm5-80gb")
-    runs = probe.tasks(columns=True)
-    half = len(runs) // 2
-    assert len(runs) == 2 * 4 * 2 * 3 == distinct(runs) and not refused(runs, gpu)
+    probe, runs, half = _halves("columns", 2 * 4 * 2 * 3)
     assert [r["panel"] for r in runs] == ["row"] * half + ["column"] * half
     for row, column in zip(runs[:half], runs[half:]):
         assert (row["m"], row["n"]) == (row["tile_m"], row["n"]) and row["n"] % row["tile_n"] == 0
@@ -315,11 +316,7 @@ def test_the_column_run_finds_the_256_row_tiles_slow_ring_whichever_operand_is_s
 
 
 def test_the_release_runs_time_each_ring_as_measured_then_freeing_the_slot_first():
-    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
-    gpu = get_gpu("h100-sxm5-80gb")
-    runs = probe.tasks(release=True)
-    half = len(runs) // 2
-    assert len(runs) == 2 * 5 * 2 * 3 == distinct(runs) and not refused(runs, gpu)
+    probe, runs, half = _halves("release", 2 * 5 * 2 * 3)
     assert [r["release_first"] for r in runs] == [False] * half + [True] * half
     assert {r["box_limit"] for r in runs} == {256} and {r["release_first"] for r in probe.tasks(boxes=True)} == {False}
     assert {(r["tile_m"], r["tile_n"]) for r in runs} == set(probe.RELEASE_TILES)
