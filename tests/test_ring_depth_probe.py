@@ -363,13 +363,15 @@ def test_the_rate_runs_are_load_only_rings_of_one_and_eight_ctas_at_every_depth(
 RATE = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_rate_h100_2026-11-27.csv"
 
 
-def test_the_rate_run_puts_one_sms_load_rate_near_190_kb_a_microsecond():
-    """The --rate run (lent H100): one CTA's load-only ring brings in more bytes a
-    microsecond with each slot added until it levels at 188-195 KB/us (95-99 B a clock at
-    1980 MHz) whatever the tile: one SM's rate from memory (``sm_load_bytes_per_us``)."""
-    with open(RATE) as f:
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_the_rate_run_puts_one_sms_load_rate_near_190_kb_a_microsecond(gpu):
+    """The --rate runs (a lent H100 and a lent H200, both at 1980 MHz): one CTA's load-only
+    ring brings in more bytes a microsecond with each slot added until it levels at 183-195
+    KB/us (92-99 B a clock) whatever the tile, on either GPU: one SM's rate from memory
+    (``sm_load_bytes_per_us``)."""
+    with open(RATE.with_name(f"ring_depth_rate_{gpu}_2026-11-27.csv")) as f:
         rows = list(csv.DictReader(f))
-    assert len(rows) == 36 and all(r["status"] == "ok" for r in rows)
+    assert len(rows) == 36 and all(r["status"] == "ok" and r["clock_start"] == "1980.0" for r in rows)
     rate = {}
     for r in rows:
         tm, tn = (int(v) for v in r["tile"].split("x"))
@@ -377,7 +379,7 @@ def test_the_rate_run_puts_one_sms_load_rate_near_190_kb_a_microsecond():
     for tile in ("128x64", "128x128", "128x256", "256x128"):
         depths = sorted(b for t, c, b in rate if (t, c) == (tile, 1))
         deepest = rate[(tile, 1, depths[-1])]
-        assert 185e3 < deepest < 200e3, (tile, deepest)
+        assert 180e3 < deepest < 200e3, (tile, deepest)
         assert rate[(tile, 1, 2)] < 0.6 * deepest  # two slots: the round trip binds
 
 
