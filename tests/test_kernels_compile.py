@@ -203,3 +203,21 @@ def test_the_release_first_variant_compiles(tmp_path):
         hopper.release_first = False
     assert "#define RELEASE_FIRST 1" in first and "#define RELEASE_FIRST 0" in measured
     assert builder.render(cfg) == measured and kern.resources.spills == 0
+
+
+def test_a_built_kernel_keeps_the_boxes_it_was_rendered_for(tmp_path):
+    """The tensor maps take a kernel's boxes from the kernel, not from the knob as it is at
+    launch: a 256x128 kernel built with the 128-row limit keeps (128, 128) after the limit
+    is set back."""
+    hopper = get_family("ws-hopper")
+    cfg = KernelConfig("ws-hopper", "bf16", 256, 128, 64, 2, 1, 1, True, epilogue="tma")
+    assert builder.build(cfg, "sm_90a", cache=tmp_path).boxes == (256, 128)
+    hopper.box_limit = 128
+    try:
+        split = builder.build(cfg, "sm_90a", cache=tmp_path)
+    finally:
+        hopper.box_limit = 256
+    assert split.boxes == (128, 128)
+    assert builder.build(cfg, "sm_90a", cache=tmp_path).from_cache  # the cache hands the boxes back too
+    assert builder.build(cfg.replace(family="ws-ampere", stages=3, cluster_m=1, cluster_n=1, epilogue="direct"),
+                         "sm_80", cache=tmp_path).boxes is None

@@ -58,6 +58,9 @@ class CompiledKernel:
     key: str
     log: str = ""
     from_cache: bool = False
+    # rows of one TMA box of A and of B the source was rendered for (TMA-operand families;
+    # fixed at build time, so a probe knob turned later cannot change a built kernel's maps)
+    boxes: tuple[int, int] | None = None
     _function: object = field(default=None, repr=False)
     _max_clusters: int | None = field(default=None, repr=False)  # launch.max_active_clusters
     _module: object = field(default=None, repr=False)
@@ -157,6 +160,7 @@ def build(config: KernelConfig, arch: str, *, use_cache: bool = True, cache: Pat
     ).hexdigest()[:32]
     dyn = family.dynamic_smem(config)
     nthreads = family.threads(config)
+    boxes = family.operand_boxes(config) if family.tma_operands else None
     root = cache if cache is not None else cache_dir()
     cubin_path = root / f"{key}.cubin"
     meta_path = root / f"{key}.json"
@@ -164,7 +168,7 @@ def build(config: KernelConfig, arch: str, *, use_cache: bool = True, cache: Pat
         try:
             meta = json.loads(meta_path.read_text())
             res = Resources(**{**meta["resources"], "warnings": tuple(meta["resources"]["warnings"])})
-            return CompiledKernel(config, arch, cubin_path.read_bytes(), res, key, meta.get("log", ""), True)
+            return CompiledKernel(config, arch, cubin_path.read_bytes(), res, key, meta.get("log", ""), True, boxes)
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a damaged entry is rebuilt
     cubin, log = _compile(source, options, config.key())
@@ -174,7 +178,7 @@ def build(config: KernelConfig, arch: str, *, use_cache: bool = True, cache: Pat
         cubin, log = _compile_nvrtc(source, options, config.key())
     parsed = parse_ptxas(log)
     res = Resources(dynamic_smem=dyn, threads=nthreads, **parsed)
-    kernel = CompiledKernel(config, arch, cubin, res, key, log, False)
+    kernel = CompiledKernel(config, arch, cubin, res, key, log, False, boxes)
     if use_cache:
         try:
             root.mkdir(parents=True, exist_ok=True)
