@@ -86,8 +86,10 @@ def read_plan(path=PLAN) -> list[dict]:
 
 
 def label(task: dict, first: bool) -> dict:
+    """The columns that name a run; ``config`` tells apart every configuration of a shape."""
+    persistent = f"p{task['persistent_ctas'] or ''}" if task["persistent"] else "np"
     config = (f"{task['tile_m']}x{task['tile_n']} s{task['stages']} c{task['cluster_m']}x{task['cluster_n']} "
-              f"{task['schedule']} {task['epilogue']} {task['raster']}")
+              f"{task['schedule']} {task['epilogue']} {task['raster']} g{task['group_m']} {persistent}")
     config += " stream-k" if task["stream_k"] else f" split-k {task['split_k']}" if task["split_k"] > 1 else ""
     return {"testlist": task["testlist"], "shape": f"{task['m']}x{task['n']}x{task['k']}", "kind": task["kind"],
             "config": config, "release": "first" if first else "after-issue", "shipped_us": task["shipped_us"]}
