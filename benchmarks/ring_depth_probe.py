@@ -34,10 +34,9 @@ whether the slow ring is the time the consumers take to issue a k-block. With ``
 it times load-only rings of 128x64, 128x128, 128x256 and 256x128 tiles with 1 and 8 CTAs
 at every depth: the bytes a CTA's slots bring in a microsecond grow with the slots in
 flight until one SM's rate from memory caps them (the fitted ``sm_load_bytes_per_us``).
-With
-``--ctas`` it times the round trip against the load on the memory system instead: 128x64,
-128x128 and 64x128 tiles (1x1, cooperative) at 2, 3 and 4 stages, with 1, 2, 4, 8, 16, 32,
-64 and 132 CTAs of one tile row. A GPU-side script: numpy + cuda-python only. With
+With ``--ctas`` it times the round trip against the load on the memory system instead:
+128x64, 128x128 and 64x128 tiles (1x1, cooperative) at 2, 3 and 4 stages, with 1, 2, 4,
+8, 16, 32, 64 and 132 CTAs of one tile row. A GPU-side script: numpy + cuda-python only. With
 ``--predict probe.csv`` and the run's selection flags (no GPU; polars) it reads a run back
 and prints the fitted model's time over the measured one for each full-mode run
 (ws-pipelined fitted on every development row, model_ceiling.py), the stages across.

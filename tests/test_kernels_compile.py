@@ -171,53 +171,48 @@ def test_the_compile_command_covers_split_k_stream_k_and_fp8(monkeypatch, capsys
 
 
 @pytest.mark.parametrize("cluster", [(1, 1), (2, 1)])
-def test_two_box_operand_loads_compile(cluster, tmp_path):
+def test_two_box_operand_loads_compile(cluster, tmp_path, monkeypatch):
     """ring_depth_probe --boxes: with a 128-row box limit a 256-row operand slice is loaded
     as two boxes, a kernel of its own (another source, another cubin); without it the
     source is the measured kernel's."""
     hopper = get_family("ws-hopper")
     cfg = KernelConfig("ws-hopper", "bf16", 256, 128, 64, 2, *cluster, True, epilogue="tma")
     measured = builder.render(cfg)
-    hopper.box_limit = 128
-    try:
+    with monkeypatch.context() as knob:
+        knob.setattr(hopper, "box_limit", 128)
         split = builder.render(cfg)
         kern = builder.build(cfg, "sm_90a", cache=tmp_path)
-    finally:
-        hopper.box_limit = 256
     assert split != measured and builder.render(cfg) == measured
     assert "#define A_BOX 128" in split and "#define A_BOX 256" in measured
     assert kern.resources.spills == 0
 
 
-def test_the_release_first_variant_compiles(tmp_path):
+def test_the_release_first_variant_compiles(tmp_path, monkeypatch):
     """ring_depth_probe --release: a consumer that frees the previous k-block's slot before
     issuing the next one's wgmmas is a kernel of its own; the default renders as measured."""
     hopper = get_family("ws-hopper")
     cfg = KernelConfig("ws-hopper", "bf16", 256, 128, 64, 2, 1, 1, True, epilogue="tma")
     measured = builder.render(cfg)
-    hopper.release_first = True
-    try:
+    with monkeypatch.context() as knob:
+        knob.setattr(hopper, "release_first", True)
         first = builder.render(cfg)
         kern = builder.build(cfg, "sm_90a", cache=tmp_path)
-    finally:
-        hopper.release_first = False
     assert "#define RELEASE_FIRST 1" in first and "#define RELEASE_FIRST 0" in measured
     assert builder.render(cfg) == measured and kern.resources.spills == 0
 
 
-def test_a_built_kernel_keeps_the_boxes_it_was_rendered_for(tmp_path):
+def test_a_built_kernel_keeps_the_boxes_it_was_rendered_for(tmp_path, monkeypatch):
     """The tensor maps take a kernel's boxes from the kernel, not from the knob as it is at
     launch: a 256x128 kernel built with the 128-row limit keeps (128, 128) after the limit
     is set back."""
     hopper = get_family("ws-hopper")
     cfg = KernelConfig("ws-hopper", "bf16", 256, 128, 64, 2, 1, 1, True, epilogue="tma")
     assert builder.build(cfg, "sm_90a", cache=tmp_path).boxes == (256, 128)
-    hopper.box_limit = 128
-    try:
+    with monkeypatch.context() as knob:
+        knob.setattr(hopper, "box_limit", 128)
         split = builder.build(cfg, "sm_90a", cache=tmp_path)
-    finally:
-        hopper.box_limit = 256
     assert split.boxes == (128, 128)
-    assert builder.build(cfg, "sm_90a", cache=tmp_path).from_cache  # the cache hands the boxes back too
+    cached = builder.build(cfg, "sm_90a", cache=tmp_path)
+    assert cached.from_cache and cached.boxes == (256, 128)  # the cache hands the boxes back too
     assert builder.build(cfg.replace(family="ws-ampere", stages=3, cluster_m=1, cluster_n=1, epilogue="direct"),
                          "sm_80", cache=tmp_path).boxes is None

@@ -240,7 +240,7 @@ def test_the_box_run_switches_the_box_and_builds_the_kernels_again(tmp_path, mon
     assert len(rows) == 2 * half and {r["box"] for r in rows} == {"256", "128"}
 
 
-def test_the_128_row_box_limit_splits_only_256_row_slices():
+def test_the_128_row_box_limit_splits_only_256_row_slices(monkeypatch):
     from gemmperf.kernels.hopper import WS_HOPPER
     from gemmperf.problem import KernelConfig
 
@@ -250,12 +250,9 @@ def test_the_128_row_box_limit_splits_only_256_row_slices():
         return WS_HOPPER.operand_boxes(cfg)
 
     assert boxes(256, 128, 1, 1) == (256, 128) and boxes(256, 128, 2, 2) == (128, 64)
-    WS_HOPPER.box_limit = 128
-    try:
-        assert boxes(256, 128, 1, 1) == (128, 128) and boxes(64, 256, 1, 1) == (64, 128)
-        assert boxes(256, 128, 1, 2) == (128, 128) and boxes(128, 64, 1, 1) == (128, 64)
-    finally:
-        WS_HOPPER.box_limit = 256
+    monkeypatch.setattr(WS_HOPPER, "box_limit", 128)
+    assert boxes(256, 128, 1, 1) == (128, 128) and boxes(64, 256, 1, 1) == (64, 128)
+    assert boxes(256, 128, 1, 2) == (128, 128) and boxes(128, 64, 1, 1) == (128, 64)
 
 
 BOXES = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_boxes_modes_h100_2026-11-27.csv"
