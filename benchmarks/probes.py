@@ -1,8 +1,10 @@
 """What the GPU probes of benchmarks/ (cluster, oob_box, raster, ring_depth, zero_fill,
-zero_fill_rows, footprint, stream_k) share: one run measured as a sweep measures it, the
-loop over a probe's runs, and their CSV; reading a run back beside the fitted model
-(``read_csv``, ``measured``, ``predicted``). GPU-side: numpy + cuda-python only; the gemmperf and polars
-imports are inside the functions, so a probe's task list loads without them."""
+zero_fill_rows, footprint, stream_k, release_first) share: one run measured as a sweep
+measures it, the loop over a probe's runs (``run``; ``run_knobs`` where runs turn
+ws-hopper's probe knobs), and their CSV; reading a run back beside the fitted model
+(``read_csv``, ``measured``, ``predicted``). GPU-side: numpy + cuda-python only; the
+gemmperf and polars imports are inside the functions, so a probe's task list loads
+without them."""
 
 from __future__ import annotations
 
@@ -64,6 +66,39 @@ def run(args, gpu, meas, tasks, label) -> list[dict]:
               f"{row['status']:8s} {row['time_us'] or float('nan'):9.2f} us {row['reason'][:80]}", flush=True)
     if args.out:
         write_csv(args.out, rows)
+    return rows
+
+
+# ws-hopper's probe knobs (kernels/hopper.py, WsHopper): a task may carry any of them
+KNOBS = ("box_limit", "release_first")
+
+
+def run_knobs(args, gpu, meas, tasks, label) -> list[dict]:
+    """``run`` over ``tasks`` that carry ws-hopper probe knobs (KNOBS keys; one a task
+    leaves out stays as it is): one knob setting at a time, in the order the tasks first
+    name them, the Measurer's kernels dropped between settings (it keeps them by
+    configuration, whatever the knobs); the knobs set back after, the CSV of every run at
+    ``args.out`` when given. Returns the rows."""
+    from gemmperf.kernels.hopper import WS_HOPPER
+
+    before = {k: getattr(WS_HOPPER, k) for k in KNOBS}
+    setting = lambda t: tuple(t.get(k, before[k]) for k in KNOBS)  # noqa: E731
+    settings = list(dict.fromkeys(map(setting, tasks)))
+    out, args.out = args.out, None
+    rows = []
+    try:
+        for values in settings:
+            for key, value in zip(KNOBS, values):
+                setattr(WS_HOPPER, key, value)
+            if len(settings) > 1:
+                meas.kernels.clear()
+            rows += run(args, gpu, meas, [t for t in tasks if setting(t) == values], label)
+    finally:
+        args.out = out
+        for key, value in before.items():
+            setattr(WS_HOPPER, key, value)
+    if out:
+        write_csv(out, rows)
     return rows
 
 

@@ -85,14 +85,15 @@ def read_plan(path=PLAN) -> list[dict]:
     return out
 
 
-def label(task: dict, first: bool) -> dict:
+def label(task: dict) -> dict:
     """The columns that name a run; ``config`` tells apart every configuration of a shape."""
     persistent = f"p{task['persistent_ctas'] or ''}" if task["persistent"] else "np"
     config = (f"{task['tile_m']}x{task['tile_n']} s{task['stages']} c{task['cluster_m']}x{task['cluster_n']} "
               f"{task['schedule']} {task['epilogue']} {task['raster']} g{task['group_m']} {persistent}")
     config += " stream-k" if task["stream_k"] else f" split-k {task['split_k']}" if task["split_k"] > 1 else ""
     return {"testlist": task["testlist"], "shape": f"{task['m']}x{task['n']}x{task['k']}", "kind": task["kind"],
-            "config": config, "release": "first" if first else "after-issue", "shipped_us": task["shipped_us"]}
+            "config": config, "release": "first" if task["release_first"] else "after-issue",
+            "shipped_us": task["shipped_us"]}
 
 
 def summary(rows: list[dict]) -> list[str]:
@@ -142,21 +143,11 @@ def main(argv=None) -> int:
             raise SystemExit("usage: release_first.py --summary run.csv")
         print("\n".join(summary(read_csv(argv[1]))))
         return 0
-    from probes import run, start, write_csv
-
-    from gemmperf.kernels.hopper import WS_HOPPER
+    from probes import run_knobs, start
 
     a, gpu, meas = start(__doc__, argv)
-    todo = read_plan()
-    out, a.out = a.out, None
-    rows = []
-    for first in (False, True):  # as measured first
-        WS_HOPPER.release_first = first
-        meas.kernels.clear()  # the Measurer keeps kernels by configuration, whatever their knobs
-        rows += run(a, gpu, meas, todo, lambda t: label(t, first))
-    WS_HOPPER.release_first = False
-    if out:
-        write_csv(out, rows)
+    todo = [{**t, "release_first": first} for first in (False, True) for t in read_plan()]  # as measured first
+    rows = run_knobs(a, gpu, meas, todo, label)
     print("\n" + "\n".join(summary(rows)))
     return 0
 

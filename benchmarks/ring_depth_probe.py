@@ -198,30 +198,6 @@ def predict(path, **flags) -> list[str]:
     return out
 
 
-def measure_all(a, gpu, meas, todo: list[dict], label_of) -> list[dict]:
-    """Every task of ``todo`` measured (probes.run), one WsHopper knob setting at a time,
-    as measured first (the Measurer's kernels dropped between settings: it keeps them by
-    configuration, whatever the knobs); the knobs set back as measured after."""
-    from probes import run
-
-    from gemmperf.kernels.hopper import WS_HOPPER
-
-    knobs = lambda t: tuple(t[k] for k in AS_MEASURED)  # noqa: E731
-    settings = list(dict.fromkeys(knobs(t) for t in todo))
-    rows = []
-    try:
-        for setting in settings:
-            for key, value in zip(AS_MEASURED, setting):
-                setattr(WS_HOPPER, key, value)
-            if len(settings) > 1:
-                meas.kernels.clear()
-            rows += run(a, gpu, meas, [t for t in todo if knobs(t) == setting], label_of)
-    finally:
-        for key, value in AS_MEASURED.items():
-            setattr(WS_HOPPER, key, value)
-    return rows
-
-
 def main(argv=None) -> int:
     if argv is None:
         argv = sys.argv[1:]
@@ -236,7 +212,7 @@ def main(argv=None) -> int:
         except ValueError as err:
             raise SystemExit(f"ring_depth_probe.py: {err}") from None
         return 0
-    from probes import start, write_csv
+    from probes import run_knobs, start
 
     a, gpu, meas = start(__doc__, argv, {**FLAGS, "modes": "every run also as the load-only and the math-only kernel"})
     flags = {name: getattr(a, name) for name in FLAGS}
@@ -245,10 +221,7 @@ def main(argv=None) -> int:
     except ValueError as err:
         raise SystemExit(f"ring_depth_probe.py: {err}") from None
     named = a.modes or selection not in ("", "ctas")  # runs that differ in more than size
-    out, a.out = a.out, None
-    rows = measure_all(a, gpu, meas, tasks(a.modes, **flags), lambda t: label(t, named, selection))
-    if out:
-        write_csv(out, rows)
+    rows = run_knobs(a, gpu, meas, tasks(a.modes, **flags), lambda t: label(t, named, selection))
     kblocks = -(-K // TILE_K)
     print(f"\nus per k-block ({kblocks} k-blocks), stages: time")
     columns = ("tile", "ctas", "cluster", "schedule", "mode", *NAMES[4:])

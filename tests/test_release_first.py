@@ -25,7 +25,7 @@ def test_the_committed_plan_is_what_plan_picks_and_is_legal():
     assert len({(t["m"], t["n"], t["k"]) for t in tasks}) == 6 * script.SHAPES_PER_LIST
     assert not refused(tasks, get_gpu("h100-sxm5-80gb"))
     assert {t["kind"] for t in tasks} == {"fastest", "shallow-256", "shallow"}
-    names = [(t["m"], t["n"], t["k"], script.label(t, False)["config"]) for t in tasks]
+    names = [(t["m"], t["n"], t["k"], script.label({**t, "release_first": False})["config"]) for t in tasks]
     assert len(set(names)) == len(names)  # a shape's configurations have names of their own
     assert all(t["stages"] <= 3 and (t["tile_m"] == 256) == (t["kind"] == "shallow-256")
                for t in tasks if t["kind"] != "fastest")

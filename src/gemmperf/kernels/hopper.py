@@ -281,6 +281,7 @@ class WsHopper(Family):
         if not self.tile_ok(cfg):
             raise ValueError(self.tile_reason())
         ab = {"fp16": "f16", "bf16": "bf16", "fp8": "e4m3"}[cfg.dtype]
+        a_box, b_box = self.operand_boxes(cfg)
         return source.assemble(
             cfg,
             "hopper.cu",
@@ -296,8 +297,8 @@ class WsHopper(Family):
             CONS_REGS=self.consumer_regs(cfg),
             CLUSTER_M=cfg.cluster_m,
             CLUSTER_N=cfg.cluster_n,
-            A_BOX=self.operand_boxes(cfg)[0],
-            B_BOX=self.operand_boxes(cfg)[1],
+            A_BOX=a_box,
+            B_BOX=b_box,
             RELEASE_FIRST=int(self.release_first),
             PINGPONG=int(cfg.schedule == "pingpong"),
             EPI_TMA=int(cfg.epilogue == "tma"),

@@ -294,7 +294,7 @@ def kernel_args(kernel, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: i
     ldc = family.c_ld(cfg, n) if ldc is None else ldc
     if family.tma_operands:
         # each CTA of a cluster loads its slice of a shared operand tile
-        a_box, b_box = kernel.boxes or family.operand_boxes(cfg)  # as the kernel was built
+        a_box, b_box = kernel.boxes  # as the kernel was built (builder.build)
         tma = tensor_map(a_ptr, m, k, lda, a_box, cfg.tile_k, cfg.dtype)
         tmb = tensor_map(b_ptr, n, k, ldb, b_box, cfg.tile_k, cfg.dtype)
         if cfg.epilogue == "tma":
