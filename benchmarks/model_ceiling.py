@@ -112,16 +112,14 @@ def print_anatomy(pl, pred) -> None:
             print(f"{r['bucket']:<16} {r['rows']:5d} {r['mape_pct']:7.2f} {r['geomean']:9.3f} {r['error_share']:11.3f}")
 
 
-def fit_in_sample(gpu: str = "h100-sxm5-80gb", dtype: str = "bf16"):
-    """(development rows, fitted ParamSet): ws-pipelined's constants fitted on every
-    development row of ``gpu``'s shipped ``dtype`` measurements (ws-hopper; the sealed list
-    never read), the microbenchmarks' parameters beneath them."""
+def development(gpu: str = "h100-sxm5-80gb", dtype: str = "bf16"):
+    """(development rows, microbenchmark ParamSet) of ``gpu``'s shipped ``dtype``
+    measurements (ws-hopper; the sealed list never read)."""
     sys.path.insert(0, str(ROOT / "src"))
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from accuracy_protocol import SEALED, measurement_files
     from gemmperf import tables
     from gemmperf.fit import protocol as P
-    from gemmperf.fit.accuracy import fit_all
     from gemmperf.fit.microbench import fit_paramset
     from gemmperf.hardware import load_gpu
 
@@ -129,7 +127,15 @@ def fit_in_sample(gpu: str = "h100-sxm5-80gb", dtype: str = "bf16"):
     pset = fit_paramset(load_gpu(shipped / "hardware.json"), str(shipped / "microbench.csv"), ["ws-hopper"], dtype)
     files = measurement_files(gpu, dtype)
     files.pop(SEALED, None)  # never read here
-    dev = P.development({name: tables.read_measurements(path) for name, path in files.items()})
+    return P.development({name: tables.read_measurements(path) for name, path in files.items()}), pset
+
+
+def fit_in_sample(gpu: str = "h100-sxm5-80gb", dtype: str = "bf16"):
+    """(development rows, fitted ParamSet): ws-pipelined's constants fitted on every
+    development row (``development``), the microbenchmarks' parameters beneath them."""
+    dev, pset = development(gpu, dtype)
+    from gemmperf.fit.accuracy import fit_all
+
     fitted, _, _ = fit_all(dev, pset, residual=False)
     return dev, fitted
 
