@@ -262,6 +262,9 @@ def test_optimize_refuses_what_it_cannot_honour(capsys, tmp_path):
             "--tile", "1x1x1", match="ws-hopper tiles")
     refused(capsys, "optimize", "--gpu", GPU, "--shape", "4096x4096x4096", "--space", "measured",
             match="testlist mode only")
+    refused(capsys, "optimize", "--gpu", GPU, "--shape", "4096x4096x4096", "--top", "0",
+            match="--top 0: expected a positive count")
+    refused(capsys, "optimize", "--gpu", GPU, "--testlist", tl, "--top", "4", match="with --shape, not --testlist")
 
 
 # ------------------------------------------------------------------ answers in words
@@ -294,6 +297,20 @@ def test_optimize_answers_in_one_line(capsys, tmp_path):
     assert match and match["meas"].startswith("measured best 190.2 us (ws-hopper 128x256x64, 4 stages, persistent")
     code, out, _ = run(capsys, *argv, "--explain")
     assert "optimum:" in out and "runner-up:" in out and "solve:" in out and "measured best" in out
+
+
+def test_optimize_lists_the_models_best_under_the_answer(capsys):
+    argv = ["optimize", "--gpu", GPU, "--shape", "4096x4096x4096", "--family", "ws-hopper"]
+    code, out, _ = run(capsys, *argv, "--top", "5", "--stages", "4")
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 7 and ONE_LINE.match(lines[0]), out
+    assert lines[1] == "the model's 5 best ws-hopper configurations, to time:"
+    answer = lines[0].split(": ws-hopper ")[1].split(": ")[0]
+    assert lines[2].startswith(f"   1. {answer}: ") and lines[2].endswith("us (+0.00%)")
+    assert all(", 4 stages," in line for line in lines[2:])
+    code, out, _ = run(capsys, *argv, "--top", "3", "--json")
+    top = json.loads(out)[0]["top"]
+    assert code == 0 and len(top) == 3 and top[0]["predicted_us"] <= min(t["predicted_us"] for t in top)
 
 
 def test_predict_explains_in_words(capsys):

@@ -18,11 +18,11 @@ from gemmperf.app.optimize import add_parsers
 from gemmperf.errors import UserError
 from gemmperf.hardware import get_gpu
 from gemmperf.models import ws_stage
-from gemmperf.optimize import MODELS, exhaustive_exact, exhaustive_float, prove_closed_form, solve, tilings
+from gemmperf.optimize import MODELS, exhaustive_exact, exhaustive_float, prove_closed_form, shortlist, solve, tilings
 from gemmperf.optimize.encode import encode_text, encoding_size, skeleton
 from gemmperf.optimize.evaluate import evaluate_space
 from gemmperf.optimize.pipelined import TIE_TOL, pipelined_table
-from gemmperf.optimize.space import class_key, consts, family_space, padded_volume, variant_code
+from gemmperf.optimize.space import class_key, consts, family_space, matching, padded_volume, variant_code
 from gemmperf.params import ParamSet
 from gemmperf.problem import LATER_CONFIG_COLUMNS, KernelConfig, Shape, read_testlist
 from gemmperf.tables import read_measurements
@@ -652,3 +652,25 @@ def test_fp8_space_and_agreement(pset):
     assert f8.predicted_us < 0.6 * bf.predicted_us
     with pytest.raises(UserError, match="ws-ampere takes bf16 or fp16"):
         solve((256, 256, 256), "ws-ampere", H100, pset, dtype="fp8")
+
+
+@pytest.mark.parametrize("shape, fix", [(Shape(4096, 4096, 4096, "bf16"), None),
+                                        (Shape(64, 1326, 180, "bf16"), {"tile_m": 128}),
+                                        (Shape(8192, 2048, 7168, "fp8"), {"epilogue": "tma"})])
+def test_the_shortlist_is_the_answer_then_the_models_next_best(shape, fix):
+    """--top's list: the Z3 answer first, then distinct configurations of the pinned space
+    in the order of the model's float prediction, none better than the answer."""
+    params = ParamSet(H100)
+    sol = solve(shape, "ws-hopper", H100, params, fix=fix)
+    top = shortlist(sol, H100, params, 12, fix)
+    configs = [c for c, _ in top]
+    assert len(top) == 12 and configs[0] == sol.config and len(set(configs)) == 12
+    times = [t for _, t in top]
+    assert all(a <= b for a, b in zip(times[1:], times[2:]))
+    _, _, pred, _, space = exhaustive_float(shape, "ws-hopper", H100, params)
+    best = pred[matching(space, fix)].min()
+    assert times[0] <= best * (1 + 1e-6) and min(times[1:]) >= best * (1 - 1e-9)
+    assert sorted(pred[[space.index(c) for c in configs[1:]]].tolist()) == times[1:]
+    assert all(getattr(c, k) == v for c in configs for k, v in (fix or {}).items())
+    with pytest.raises(ValueError):
+        shortlist(sol, H100, params, 0)

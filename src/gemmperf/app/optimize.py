@@ -12,7 +12,7 @@ import polars as pl
 
 from ..errors import UserError
 from ..kernels import families_on, get_family
-from ..optimize import DEFAULT_MODEL, MODELS, solve
+from ..optimize import DEFAULT_MODEL, FIELDS, MODELS, shortlist, solve
 from ..optimize.tilings import mean_regret, tilings_table
 from ..problem import EPILOGUES, FAMILIES, RASTERS, SCHEDULES, check_dtype, parse_shape, read_testlist
 from ..tables import read_measurements, valid_rows
@@ -29,11 +29,16 @@ EPILOG = """examples:
   gemmperf optimize --gpu h100-sxm5-80gb --shape 64x7168x2048 --family ws-hopper --split-k 4
   gemmperf optimize --gpu h100-sxm5-80gb --shape 64x7168x2048 --family ws-hopper --no-stream-k --split-k 1
   gemmperf optimize --gpu h100-sxm5-80gb --shape 4096x4096x4096 --dtype fp8
+  gemmperf optimize --gpu h100-sxm5-80gb --shape 2440x5879x541 --top 8
 
 With --shape the answer is one line: the best configuration over the families solved, its
 predicted time and limiter, the fastest measurement of that shape in
 results/<gpu>/measurements (or the shipped ones), and where the parameters came from.
 --explain prints each family's optimum with its breakdown, runner-up and solve time.
+--top N lists, under the answer, the model's N best configurations of the answer's family
+(the answer first) with their predicted times: a shortlist to time on the GPU, which finds
+a faster kernel than the single answer more often than not where the model errs
+(benchmarks/optimizer_picks.py measures how often).
 With --testlist it writes one row per shape and family (tilings CSV), with the measured
 time of the choice and the regret where measurements exist.
 
@@ -137,20 +142,34 @@ def optimize_shape(a, gpu, pset, fams, fix) -> int:
         raise UserError("; ".join(errors))
     _check_solutions(sols)
     source = answers.params_source(pset, [(s.family, s.shape.dtype) for s in sols])
+    top = {id(s): shortlist(s, gpu, pset, a.top, fix or None) for s in sols} if a.top else {}
     if a.json:
-        print(json.dumps([{**s.to_dict(), "params_source": source} for s in sols], indent=2, default=str))
+        print(json.dumps([{**s.to_dict(), "params_source": source, **_top_dict(top.get(id(s)))} for s in sols],
+                         indent=2, default=str))
         return 0
     pairs = [(s.family, s.shape.dtype) for s in sols]
     measured = measured_best(gpu, (shape.m, shape.n, shape.k), pairs)
     if not a.explain:
         print(one_line(sols, gpu, measured, answers.params_source(pset, pairs, short=True), skipped))
-        return 0
-    for s in sols:
-        _print_solution(s, gpu)
-    for err in errors:
-        print(f"skipped: {err}")
-    print(one_line(sols, gpu, measured, source))
+    else:
+        for s in sols:
+            _print_solution(s, gpu)
+        for err in errors:
+            print(f"skipped: {err}")
+        print(one_line(sols, gpu, measured, source))
+    if top:
+        best = min(sols, key=lambda s: s.predicted_us)
+        print(f"the model's {len(top[id(best)])} best {best.family} configurations, to time:")
+        for i, (c, us) in enumerate(top[id(best)], 1):
+            print(f"  {i:2d}. {fmt_config(c)}: {us:.2f} us (+{(us / best.predicted_us - 1) * 100:.2f}%)")
     return 0
+
+
+def _top_dict(top) -> dict:
+    """A solution's shortlist for --json: {"top": [{fields..., predicted_us}, ...]} (or {})."""
+    if top is None:
+        return {}
+    return {"top": [{**{f: getattr(c, f) for f in FIELDS}, "predicted_us": us} for c, us in top]}
 
 
 def _measurements(a, gpu, path: Path):
@@ -214,12 +233,16 @@ def cmd_optimize(a) -> int:
     pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu, a.dtype)
     fams = _families(a, gpu)
     fix = _fix(a)
+    if a.top is not None and a.top < 1:
+        raise UserError(f"--top {a.top}: expected a positive count of configurations")
     if a.shape:
         given = [f for f, v in (("--space", a.space != "auto"), ("--measurements", a.measurements is not None),
                                 ("--out", a.out)) if v]
         if given:
             raise UserError(f"{', '.join(given)}: testlist mode only (with --testlist, not --shape)")
         return optimize_shape(a, gpu, pset, fams, fix)
+    if a.top:
+        raise UserError(f"--top {a.top}: one shape's shortlist (with --shape, not --testlist)")
     if fix:
         raise UserError("optimize: the pins (--tile, --stages, --raster, --split-k, ...) apply to one --shape, "
                         "not a testlist")
@@ -254,6 +277,9 @@ def add_parsers(sub) -> None:
                    help="pin stream-K on (--stream-k) or off (--no-stream-k)")
     p.add_argument("--explain", action="store_true",
                    help="with --shape: every family's optimum, breakdown, runner-up and solve time")
+    p.add_argument("--top", type=int, metavar="N",
+                   help="with --shape: also list the model's N best configurations of the answer's family, the "
+                   "answer first, to time on the GPU, e.g. --top 8")
     p.add_argument("--measurements", nargs="?", const="",
                    help="testlist mode: measurements CSV/parquet for the regret; default "
                    "results/<gpu>/measurements/<testlist>.csv if present (results/<gpu>/<dtype>/... for a "

@@ -16,13 +16,15 @@ Modules, by job:
 - ``solver``: lexicographic minimization, decoding, runner-up, ``solve`` and ``Solution``;
 - ``exhaustive``: the exhaustive references (exact and float) Z3 is tested against;
 - ``proof``: the Z3 proof of ws-stage's closed form;
-- ``tilings``: the tilings table of a testlist, with measured regret and a progress bar.
+- ``tilings``: the tilings table of a testlist, with measured regret and a progress bar;
+- ``shortlist``: a shape's answer and the model's next best configurations, to time.
 """
 
 from .exhaustive import exhaustive_exact, exhaustive_float
 from .proof import prove_closed_form
+from .shortlist import shortlist
 from .solver import RunnerUp, Solution, solve
 from .space import DEFAULT_MODEL, FIELDS, MODELS, family_space
 
 __all__ = ["DEFAULT_MODEL", "FIELDS", "MODELS", "RunnerUp", "Solution", "exhaustive_exact", "exhaustive_float",
-           "family_space", "prove_closed_form", "solve"]
+           "family_space", "prove_closed_form", "shortlist", "solve"]
