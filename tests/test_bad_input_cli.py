@@ -304,13 +304,58 @@ def test_optimize_lists_the_models_best_under_the_answer(capsys):
     code, out, _ = run(capsys, *argv, "--top", "5", "--stages", "4")
     lines = out.splitlines()
     assert code == 0 and len(lines) == 7 and ONE_LINE.match(lines[0]), out
-    assert lines[1] == "the model's 5 best ws-hopper configurations, to time:"
+    assert lines[1] == "the model's 5 best ws-hopper configurations (the answer first), to time:"
     answer = lines[0].split(": ws-hopper ")[1].split(": ")[0]
     assert lines[2].startswith(f"   1. {answer}: ") and lines[2].endswith("us (+0.00%)")
     assert all(", 4 stages," in line for line in lines[2:])
     code, out, _ = run(capsys, *argv, "--top", "3", "--json")
     top = json.loads(out)[0]["top"]
     assert code == 0 and len(top) == 3 and top[0]["predicted_us"] <= min(t["predicted_us"] for t in top)
+
+
+def _correction_against_128_row_tiles(path: Path) -> Path:
+    """A residual correction learned from "measurements" in which 128-row tiles run 1.5x
+    the model's time and the others as predicted."""
+    import itertools
+
+    from gemmperf.fit.accuracy import synthetic_measurements
+    from gemmperf.fit.residual import Correction
+    from gemmperf.hardware import get_gpu
+    from gemmperf.models import ws_pipelined as W
+    from gemmperf.params import ParamSet
+
+    pset = ParamSet(get_gpu(GPU))
+    configs = pl.DataFrame([{"tile_m": tm, "tile_n": tn, "persistent": True, "cluster_m": cm}
+                            for tm, tn, cm in itertools.product([64, 128, 256], [64, 128, 256], [1, 2])])
+    rows = synthetic_measurements(pset, itertools.product([1024, 4096, 8192], [2048, 8192], [1024, 4096]), configs,
+                                  noise=0.0)
+    rows = rows.with_columns(pl.when(pl.col("tile_m") == 128).then(pl.col("time_us") * 1.5)
+                             .otherwise(pl.col("time_us")).alias("time_us"))
+    Correction.fit(W.predict(rows, pset), pset.gpu.sms).save(path)
+    return path
+
+
+def test_optimize_re_ranks_the_models_best_by_the_correction(capsys, tmp_path):
+    corr = _correction_against_128_row_tiles(tmp_path / "correction.json")
+    argv = ["optimize", "--gpu", GPU, "--shape", "4096x4096x4096", "--family", "ws-hopper"]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and ": ws-hopper 128x256x64" in out, out  # the fitted answer: a 128-row tile
+    code, out, _ = run(capsys, *argv, "--correction", corr, "--top", "4")
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 7 and ONE_LINE.match(lines[0]), out
+    assert lines[1].startswith("corrected: ws-hopper ") and not lines[1].startswith("corrected: ws-hopper 128x")
+    assert "the best of the model's 64 best" in lines[1] and "the answer above corrected:" in lines[1]
+    assert lines[2] == "the model's 4 best ws-hopper configurations (re-ranked by the residual correction), to time:"
+    corrected = [float(line.split("corrected ")[1].split(" us")[0]) for line in lines[3:]]
+    assert corrected == sorted(corrected)
+    code, out, _ = run(capsys, *argv, "--correction", corr, "--json")
+    answer = json.loads(out)[0]
+    assert "top" not in answer and answer["corrected"]["tile_m"] != 128 and answer["corrected"]["corrected_us"] > 0
+    refused(capsys, *argv, "--corrected", match=f"results/{GPU}/correction.json: no residual correction")
+    refused(capsys, *argv, "--corrected", "--model", "ws-stage", match="corrects ws-pipelined, not --model ws-stage")
+    tl = tmp_path / "tl.csv"
+    tl.write_text("m,n,k\n256,256,256\n")
+    refused(capsys, "optimize", "--gpu", GPU, "--testlist", tl, "--corrected", match="with --shape, not --testlist")
 
 
 def test_predict_explains_in_words(capsys):

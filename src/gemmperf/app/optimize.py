@@ -12,12 +12,14 @@ import polars as pl
 
 from ..errors import UserError
 from ..kernels import families_on, get_family
+from ..fit.residual import Correction, load_correction
 from ..optimize import DEFAULT_MODEL, FIELDS, MODELS, shortlist, solve
+from ..optimize.shortlist import RERANK, reranked
 from ..optimize.tilings import mean_regret, tilings_table
 from ..problem import EPILOGUES, FAMILIES, RASTERS, SCHEDULES, check_dtype, parse_shape, read_testlist
 from ..tables import read_measurements, valid_rows
 from . import answers
-from .explain import fmt_config, measured_best, one_line
+from .explain import fmt_config, measured_best, one_line, us
 from .modelparams import add_gpu_flags, resolve_params
 from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu, run_name
 
@@ -30,6 +32,7 @@ EPILOG = """examples:
   gemmperf optimize --gpu h100-sxm5-80gb --shape 64x7168x2048 --family ws-hopper --no-stream-k --split-k 1
   gemmperf optimize --gpu h100-sxm5-80gb --shape 4096x4096x4096 --dtype fp8
   gemmperf optimize --gpu h100-sxm5-80gb --shape 2440x5879x541 --top 8
+  gemmperf optimize --gpu h100-sxm5-80gb --shape 2440x5879x541 --corrected --top 4
 
 With --shape the answer is one line: the best configuration over the families solved, its
 predicted time and limiter, the fastest measurement of that shape in
@@ -38,7 +41,10 @@ results/<gpu>/measurements (or the shipped ones), and where the parameters came 
 --top N lists, under the answer, the model's N best configurations of the answer's family
 (the answer first) with their predicted times: a shortlist to time on the GPU, which finds
 a faster kernel than the single answer more often than not where the model errs
-(benchmarks/optimizer_picks.py measures how often).
+(benchmarks/optimizer_picks.py measures how often). --corrected (or --correction FILE)
+re-ranks the model's 64 best by the residual correction the workflow fitted
+(results/<gpu>/correction.json): a second line gives the corrected best and its
+corrected time, and --top lists the re-ranked order.
 With --testlist it writes one row per shape and family (tilings CSV), with the measured
 time of the choice and the regret where measurements exist.
 
@@ -142,10 +148,17 @@ def optimize_shape(a, gpu, pset, fams, fix) -> int:
         raise UserError("; ".join(errors))
     _check_solutions(sols)
     source = answers.params_source(pset, [(s.family, s.shape.dtype) for s in sols])
-    top = {id(s): shortlist(s, gpu, pset, a.top, fix or None) for s in sols} if a.top else {}
+    correct = _correction(a, gpu)
+    top = {}
+    for s in sols:
+        if correct is not None:
+            top[id(s)] = reranked(shortlist(s, gpu, pset, max(RERANK, a.top or 0), fix or None), s.shape, pset,
+                                  correct)
+        elif a.top:
+            top[id(s)] = [(c, us, None) for c, us in shortlist(s, gpu, pset, a.top, fix or None)]
     if a.json:
-        print(json.dumps([{**s.to_dict(), "params_source": source, **_top_dict(top.get(id(s)))} for s in sols],
-                         indent=2, default=str))
+        print(json.dumps([{**s.to_dict(), "params_source": source, **_top_dict(top.get(id(s)), a.top)}
+                          for s in sols], indent=2, default=str))
         return 0
     pairs = [(s.family, s.shape.dtype) for s in sols]
     measured = measured_best(gpu, (shape.m, shape.n, shape.k), pairs)
@@ -157,19 +170,48 @@ def optimize_shape(a, gpu, pset, fams, fix) -> int:
         for err in errors:
             print(f"skipped: {err}")
         print(one_line(sols, gpu, measured, source))
-    if top:
-        best = min(sols, key=lambda s: s.predicted_us)
-        print(f"the model's {len(top[id(best)])} best {best.family} configurations, to time:")
-        for i, (c, us) in enumerate(top[id(best)], 1):
-            print(f"  {i:2d}. {fmt_config(c)}: {us:.2f} us (+{(us / best.predicted_us - 1) * 100:.2f}%)")
+    best = min(sols, key=lambda s: s.predicted_us)
+    listed = top.get(id(best), [])
+    if correct is not None:
+        c, fitted_us, corrected_us = listed[0]
+        answer = next(x[2] for x in listed if x[0] == best.config)
+        print(f"corrected: {best.family} {fmt_config(c)}: {us(corrected_us)} (ws-pipelined+residual, the best of "
+              f"the model's {len(listed)} best; fitted {us(fitted_us)}; the answer above corrected: {us(answer)})")
+    if a.top:
+        order = "re-ranked by the residual correction" if correct is not None else "the answer first"
+        print(f"the model's {min(a.top, len(listed))} best {best.family} configurations ({order}), to time:")
+        for i, (c, fitted_us, corrected_us) in enumerate(listed[: a.top], 1):
+            times = (f"corrected {corrected_us:.2f} us, fitted {fitted_us:.2f} us" if corrected_us is not None else
+                     f"{fitted_us:.2f} us (+{(fitted_us / best.predicted_us - 1) * 100:.2f}%)")
+            print(f"  {i:2d}. {fmt_config(c)}: {times}")
     return 0
 
 
-def _top_dict(top) -> dict:
-    """A solution's shortlist for --json: {"top": [{fields..., predicted_us}, ...]} (or {})."""
+def _correction(a, gpu) -> Correction | None:
+    """--correction FILE or --corrected (results/<gpu>/correction.json): the residual
+    correction that re-ranks the model's best (None: neither given)."""
+    if not (a.correction or a.corrected):
+        return None
+    if a.model != "ws-pipelined":
+        raise UserError(f"--corrected: the residual correction corrects ws-pipelined, not --model {a.model}")
+    if a.correction:
+        return Correction.load(a.correction)
+    return load_correction(RESULTS, run_name(gpu.slug, a.dtype))
+
+
+def _top_dict(top, count: int | None) -> dict:
+    """A solution's lists for --json: "top", its ``count`` first (with --top), and
+    "corrected", the re-ranked first (with a correction); each {fields..., predicted_us
+    [, corrected_us]}."""
     if top is None:
         return {}
-    return {"top": [{**{f: getattr(c, f) for f in FIELDS}, "predicted_us": us} for c, us in top]}
+
+    def entry(c, fitted_us, corrected_us):
+        out = {**{f: getattr(c, f) for f in FIELDS}, "predicted_us": fitted_us}
+        return out if corrected_us is None else {**out, "corrected_us": corrected_us}
+
+    out = {"top": [entry(*x) for x in top[:count]]} if count else {}
+    return {**out, "corrected": entry(*top[0])} if top[0][2] is not None else out
 
 
 def _measurements(a, gpu, path: Path):
@@ -243,6 +285,8 @@ def cmd_optimize(a) -> int:
         return optimize_shape(a, gpu, pset, fams, fix)
     if a.top:
         raise UserError(f"--top {a.top}: one shape's shortlist (with --shape, not --testlist)")
+    if a.corrected or a.correction:
+        raise UserError("--corrected / --correction: re-ranks one shape's best (with --shape, not --testlist)")
     if fix:
         raise UserError("optimize: the pins (--tile, --stages, --raster, --split-k, ...) apply to one --shape, "
                         "not a testlist")
@@ -280,6 +324,13 @@ def add_parsers(sub) -> None:
     p.add_argument("--top", type=int, metavar="N",
                    help="with --shape: also list the model's N best configurations of the answer's family, the "
                    "answer first, to time on the GPU, e.g. --top 8")
+    p.add_argument("--corrected", action="store_true",
+                   help=f"with --shape: re-rank the model's {RERANK} best by the residual correction "
+                   "(results/<gpu>/correction.json; results/<gpu>/<dtype>/ for a dtype other than bf16) and "
+                   "give the corrected best and its corrected time")
+    p.add_argument("--correction", metavar="FILE",
+                   help="with --shape: as --corrected, with this correction.json, e.g. --correction "
+                   "results/h100-sxm5-80gb/correction.json")
     p.add_argument("--measurements", nargs="?", const="",
                    help="testlist mode: measurements CSV/parquet for the regret; default "
                    "results/<gpu>/measurements/<testlist>.csv if present (results/<gpu>/<dtype>/... for a "
