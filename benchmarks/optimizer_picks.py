@@ -3,29 +3,32 @@
 The question users bring is "what is the best tiling for this shape, and how long?". The
 accuracy protocol scores the model on the sampled configurations of measured shapes;
 this scores the answer itself, on shapes no testlist holds: COUNT shapes of
-``shapegen.random_shapes`` with seed SEED (a seed no list uses; shapes of any testlist
-dropped), the model fitted as the workflow fits it (ws-pipelined's constants and the
-residual correction on every H100 bf16 development row; the sealed list never read).
+``shapegen.random_shapes`` per set of SETS (each its own seed, which no testlist uses;
+shapes of any testlist or earlier set dropped), the model fitted as the workflow fits it
+(ws-pipelined's constants and the residual correction on every H100 bf16 development
+row; the sealed list never read). The set "dev" chose what ``gemmperf optimize`` offers
+beyond its answer (``--top``, ``--corrected``); "heldout" was drawn after that choice and
+is scored once.
 
 ``--plan`` (development machine: polars, scikit-learn, z3) fits, then for each shape
-asks the optimizer for ws-hopper's best configuration (``optimize.solve``, Z3-certified
-under the fitted model: what ``gemmperf optimize`` answers) and lists the runs to time:
-the answer, the fitted model's TOP best configurations of the whole legal space, the
-CORRECTED_TOP best after the residual correction re-ranks the fitted model's RERANK
-best, and SAMPLE configurations of the stratified sample the reference data use
-(``bench.sample``, the model's choice left out: what timing a few configurations
-without a model finds). Each run carries its fitted and corrected prediction. The
-GPU run (numpy + cuda-python only) compiles the plan's kernels in parallel, then
-verifies each run against float64 and times it as a sweep does. ``--summary run.csv``
-scores the answer: its time against the best timed for the shape (regret), the
-predicted time against the measured one, and the same for the corrected pick, the
-best of the fitted TOP and the best of the sample.
+lists the runs ``gemmperf optimize --family ws-hopper --corrected --top 8`` names, with
+the same functions: the answer (``optimize.solve``, Z3-certified under the fitted model),
+the shortlist of the model's TOP best (``optimize.shortlist``, the answer first), the
+CORRECTED_TOP first of the model's RERANK best re-ranked by the correction
+(``optimize.shortlist.reranked``; the first is ``--corrected``'s answer), and SAMPLE
+configurations of the stratified sample the reference data use (``bench.sample``, the
+answer left out: what timing a few configurations without a model finds). Each run
+carries its fitted and corrected prediction. The GPU run (numpy + cuda-python only)
+compiles the plan's kernels in parallel, then verifies each run against float64 and
+times it as a sweep does. ``--summary run.csv`` scores the answer: its time against the
+best timed for the shape (regret), the predicted time against the measured one, and
+the same for the corrected answer, the best of the shortlist and the best of the sample.
 
 The reference for regret is the best of the runs timed for the shape, not the best of
 the whole space (20,616 configurations): a regret here is a lower bound.
 
     python benchmarks/optimizer_picks.py --plan
-    PYTHONPATH=src:benchmarks python3 benchmarks/optimizer_picks.py [--out run.csv] [--shard i/n]
+    PYTHONPATH=src:benchmarks python3 benchmarks/optimizer_picks.py --set dev [--out run.csv] [--shard i/n]
     python benchmarks/optimizer_picks.py --summary run.csv
 """
 
@@ -37,80 +40,89 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PLAN = ROOT / "benchmarks" / "results" / "optimizer_picks" / "plan_h100.csv"
+RESULTS = ROOT / "benchmarks" / "results" / "optimizer_picks"
 GPU = "h100-sxm5-80gb"
 FAMILY = "ws-hopper"
-SEED = 20261128  # drawn on this date; testlists/random.csv is 17017, sealed.csv 92863
+# set -> seed (testlists/random.csv is 17017, sealed.csv 92863): "dev" drawn on 2026-11-28
+# before the choice of --top and --corrected, "heldout" after it
+SETS = {"dev": 20261128, "heldout": 20261129}
 COUNT = 40
-TOP = 8  # the fitted model's best configurations timed per shape
-RERANK = 64  # the fitted model's best that the correction re-ranks
+TOP = 8  # the shortlist timed per shape (--top 8)
 CORRECTED_TOP = 4
 SAMPLE = 8
 CONFIG = ("family", "dtype", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "persistent",
           "raster", "mode", "epilogue", "schedule", "group_m", "persistent_ctas", "split_k", "stream_k")
 
 
-def fresh_shapes():
-    """COUNT shapes of random_shapes(SEED), in the order drawn, none in any testlist."""
+def plan_path(name: str) -> Path:
+    return RESULTS / f"plan_h100_{name}.csv"
+
+
+def fresh_shapes() -> dict[str, list]:
+    """Set -> its COUNT shapes of random_shapes(seed), in the order drawn, none in any
+    testlist or earlier set."""
     from gemmperf.problem import read_testlist
     from gemmperf.shapegen import random_shapes
 
     known = {(s.m, s.n, s.k) for path in sorted((ROOT / "testlists").glob("*.csv")) for s in read_testlist(path)}
-    fresh = [s for s in random_shapes(SEED, 2 * COUNT) if (s.m, s.n, s.k) not in known]
-    return fresh[:COUNT]
+    out = {}
+    for name, seed in SETS.items():
+        out[name] = [s for s in random_shapes(seed, 2 * COUNT) if (s.m, s.n, s.k) not in known][:COUNT]
+        known |= {(s.m, s.n, s.k) for s in out[name]}
+    return out
 
 
-def _predict(configs, shape, fitted, corr) -> list[tuple[float, float]]:
-    """(fitted, corrected) predicted us of each of ``configs`` on ``shape``."""
-    import polars as pl
-
-    from gemmperf.models import ws_pipelined as W
-
-    rows = [{"m": shape.m, "n": shape.n, "k": shape.k, **{f: getattr(c, f) for f in CONFIG}} for c in configs]
-    pred = corr(W.predict(pl.DataFrame(rows), fitted))
-    return list(zip(pred.get_column("predicted_us").to_list(), pred.get_column("corrected_us").to_list()))
-
-
-def plan() -> list[dict]:
-    """The runs: per fresh shape the optimizer's answer, the fitted TOP, the corrected
-    CORRECTED_TOP of the fitted RERANK, and the SAMPLE; each configuration once, its
-    ``kinds`` naming every list it is on."""
-    import numpy as np
+def plan() -> dict[str, list[dict]]:
+    """Set -> its runs: per shape the answer, the shortlist of TOP, the CORRECTED_TOP first
+    of the re-ranked RERANK, and the SAMPLE; each configuration once, its ``kinds``
+    naming every list it is on ("fitted-1" is the answer, "corrected-1" --corrected's)."""
     from model_ceiling import development
 
     from gemmperf.bench.sample import sample_configs
     from gemmperf.fit.accuracy import fit_all
     from gemmperf.kernels import get_family
-    from gemmperf.optimize import exhaustive_float, solve
+    from gemmperf.optimize import shortlist, solve
+    from gemmperf.optimize.shortlist import RERANK, reranked
 
     dev, pset = development(GPU, "bf16")
     fitted, corr, _ = fit_all(dev, pset)
     gpu = pset.gpu
-    shapes = fresh_shapes()
-    sampled = sample_configs(get_family(FAMILY), gpu, "bf16", shapes, SAMPLE + 1, SEED)
-    out = []
-    for shape in shapes:
-        answer = solve(shape, FAMILY, gpu, fitted, runner_up=False).config
-        _, _, pred, _, space = exhaustive_float(shape, FAMILY, gpu, fitted)
-        ranked = [space[i] for i in np.argsort(pred, kind="stable")[:RERANK]]  # ties in the space's order
-        both = _predict(ranked, shape, fitted, corr)
-        by_corrected = [ranked[i] for i in sorted(range(len(ranked)), key=lambda i: both[i][1])]
-        kinds: dict = {}
-        for kind, configs in (("answer", [answer]), ("fitted", ranked[:TOP]),
-                              ("corrected", by_corrected[:CORRECTED_TOP]),
-                              ("sample", [c for c in sampled[shape] if c != answer][:SAMPLE])):
-            for rank, c in enumerate(configs, 1):
-                kinds.setdefault(c, []).append(kind if kind in ("answer", "sample") else f"{kind}-{rank}")
-        configs = list(kinds)
-        for c, (fit_us, corr_us) in zip(configs, _predict(configs, shape, fitted, corr)):
-            out.append({"m": shape.m, "n": shape.n, "k": shape.k, "kinds": " ".join(kinds[c]),
-                        "fitted_us": round(fit_us, 4), "corrected_us": round(corr_us, 4),
-                        **{f: getattr(c, f) for f in CONFIG}})
+    out = {}
+    for name, shapes in fresh_shapes().items():
+        sampled = sample_configs(get_family(FAMILY), gpu, "bf16", shapes, SAMPLE + 1, SETS[name])
+        out[name] = []
+        for shape in shapes:
+            sol = solve(shape, FAMILY, gpu, fitted, runner_up=False)
+            ranked = reranked(shortlist(sol, gpu, fitted, RERANK), sol.shape, fitted, corr)
+            times = {c: (fit_us, corr_us) for c, fit_us, corr_us in ranked}
+            kinds: dict = {}
+            for kind, configs in (("answer", [sol.config]), ("fitted", [c for c, _ in shortlist(sol, gpu, fitted, TOP)]),
+                                  ("corrected", [c for c, _, _ in ranked[:CORRECTED_TOP]]),
+                                  ("sample", [c for c in sampled[shape] if c != sol.config][:SAMPLE])):
+                for rank, c in enumerate(configs, 1):
+                    kinds.setdefault(c, []).append(kind if kind in ("answer", "sample") else f"{kind}-{rank}")
+            missing = [c for c in kinds if c not in times]  # the sample's: predicted here
+            for c, fit_us, corr_us in reranked([(c, 0.0) for c in missing], sol.shape, fitted, corr):
+                times[c] = (_fitted(c, sol.shape, fitted), corr_us)
+            for c, names in kinds.items():
+                out[name].append({"m": shape.m, "n": shape.n, "k": shape.k, "kinds": " ".join(names),
+                                  "fitted_us": round(times[c][0], 4), "corrected_us": round(times[c][1], 4),
+                                  **{f: getattr(c, f) for f in CONFIG}})
     return out
 
 
-def read_plan(path=PLAN) -> list[dict]:
-    """PLAN's runs as task rows (the configuration's fields typed as KernelConfig wants)."""
+def _fitted(config, shape, fitted) -> float:
+    """ws-pipelined's fitted prediction (us) of one configuration on ``shape``."""
+    import polars as pl
+
+    from gemmperf.models import predict
+
+    row = {"m": shape.m, "n": shape.n, "k": shape.k, **{f: getattr(config, f) for f in CONFIG}}
+    return float(predict(pl.DataFrame([row]), fitted, "ws-pipelined").get_column("predicted_us")[0])
+
+
+def read_plan(path) -> list[dict]:
+    """A plan's runs as task rows (the configuration's fields typed as KernelConfig wants)."""
     from probes import read_csv
 
     ints = {"m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "group_m",
@@ -168,14 +180,14 @@ def summary(rows: list[dict]) -> list[str]:
            f"({', '.join(sorted({r['status'] for r in wrong})) or 'none'}); {len(by_shape)} shapes",
            "shape                  best timed (us)  answer (us)  regret %  predicted  corrected  (answer)"]
     ways = {"optimizer's answer (fitted model)": lambda runs: _pick(runs, "answer"),
-            "corrected re-rank of the fitted 64": lambda runs: _pick(runs, "corrected-1"),
-            f"best of the fitted top {TOP}, timed": lambda runs: min(
+            "--corrected (the 64 best re-ranked)": lambda runs: _pick(runs, "corrected-1"),
+            f"best of the --top {TOP} shortlist, timed": lambda runs: min(
                 (r for r in runs if any(k.startswith("fitted-") for k in r["kinds"].split())),
                 key=lambda r: r["time_us"], default=None),
             f"best of {SAMPLE} sampled, timed (no model)": lambda runs: min(
                 (r for r in runs if "sample" in r["kinds"].split()), key=lambda r: r["time_us"], default=None)}
     regret = {w: [] for w in ways}
-    ape = {"answer, fitted": [], "answer, corrected": [], "corrected pick, corrected": []}
+    ape = {"answer, fitted": [], "answer, corrected": [], "--corrected's answer, corrected": []}
     every = {"fitted": [], "corrected": []}
     for shape, runs in by_shape.items():
         best = min(r["time_us"] for r in runs)
@@ -188,7 +200,7 @@ def summary(rows: list[dict]) -> list[str]:
             for col in every:
                 every[col].append(abs(float(r[f"{col}_us"]) / r["time_us"] - 1.0) * 100.0)
         if c is not None:
-            ape["corrected pick, corrected"].append(abs(float(c["corrected_us"]) / c["time_us"] - 1.0) * 100.0)
+            ape["--corrected's answer, corrected"].append(abs(float(c["corrected_us"]) / c["time_us"] - 1.0) * 100.0)
         if a is None:
             out.append(f"{shape:<22} {best:14.2f}   (the answer did not run)")
             continue
@@ -218,10 +230,10 @@ def main(argv=None) -> int:
         sys.path.insert(0, str(ROOT / "src"))
         from probes import write_csv
 
-        runs = plan()
-        PLAN.parent.mkdir(parents=True, exist_ok=True)
-        write_csv(PLAN, runs)
-        print(f"{PLAN}: {len(runs)} runs over {len({(r['m'], r['n'], r['k']) for r in runs})} shapes")
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        for name, runs in plan().items():
+            write_csv(plan_path(name), runs)
+            print(f"{plan_path(name)}: {len(runs)} runs over {len({(r['m'], r['n'], r['k']) for r in runs})} shapes")
         return 0
     if argv[:1] == ["--summary"]:
         from probes import read_csv
@@ -234,14 +246,17 @@ def main(argv=None) -> int:
 
     from gemmperf.bench.device import local_arch
 
-    shard, of = 0, 1
-    if "--shard" in argv:  # --shard i/n: the i-th of every n shapes, in the plan's order
-        at = argv.index("--shard")
-        shard, of = map(int, argv[at + 1].split("/"))
-        argv = argv[:at] + argv[at + 2:]
+    picked = {"--set": "dev", "--shard": "0/1"}  # --shard i/n: the i-th of every n shapes, in the plan's order
+    for flag in picked:
+        if flag in argv:
+            at = argv.index(flag)
+            picked[flag] = argv[at + 1]
+            argv = argv[:at] + argv[at + 2:]
+    shard, of = map(int, picked["--shard"].split("/"))
     a, gpu, meas = start(__doc__, argv)
-    shapes = list(dict.fromkeys((t["m"], t["n"], t["k"]) for t in read_plan()))[shard::of]
-    tasks = [t for t in read_plan() if (t["m"], t["n"], t["k"]) in shapes]
+    every = read_plan(plan_path(picked["--set"]))
+    shapes = list(dict.fromkeys((t["m"], t["n"], t["k"]) for t in every))[shard::of]
+    tasks = [t for t in every if (t["m"], t["n"], t["k"]) in shapes]
     compile_plan(tasks, local_arch())
     rows = run(a, gpu, meas, tasks, label)
     print("\n" + "\n".join(summary(rows)))
