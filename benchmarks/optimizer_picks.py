@@ -123,17 +123,9 @@ def _fitted(config, shape, fitted) -> float:
 
 def read_plan(path) -> list[dict]:
     """A plan's runs as task rows (the configuration's fields typed as KernelConfig wants)."""
-    from probes import read_csv
+    from probes import read_tasks
 
-    ints = {"m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "group_m",
-            "persistent_ctas", "split_k"}
-    out = []
-    for r in read_csv(path):
-        task = {c: (int(v) if c in ints else v in ("True", "true") if c in ("persistent", "stream_k") else v)
-                for c, v in r.items()}
-        task["fitted_us"], task["corrected_us"] = float(r["fitted_us"]), float(r["corrected_us"])
-        out.append(task)
-    return out
+    return read_tasks(path, floats=("fitted_us", "corrected_us"))
 
 
 def label(task: dict) -> dict:

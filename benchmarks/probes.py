@@ -1,8 +1,9 @@
 """What the GPU probes of benchmarks/ (cluster, oob_box, raster, ring_depth, zero_fill,
 zero_fill_rows, footprint, stream_k, release_first) share: one run measured as a sweep
 measures it, the loop over a probe's runs (``run``; ``run_knobs`` where runs turn
-ws-hopper's probe knobs), and their CSV; reading a run back beside the fitted model
-(``read_csv``, ``measured``, ``predicted``). GPU-side: numpy + cuda-python only; the
+ws-hopper's probe knobs), and their CSV; a plan's runs read back as tasks
+(``read_tasks``); reading a run back beside the fitted model (``read_csv``, ``measured``,
+``predicted``). GPU-side: numpy + cuda-python only; the
 gemmperf and polars imports are inside the functions, so a probe's task list loads
 without them."""
 
@@ -106,6 +107,25 @@ def read_csv(path) -> list[dict]:
     """The rows of a probe's CSV at ``path`` (``write_csv``'s), as strings."""
     with open(path) as f:
         return list(csv.DictReader(f))
+
+
+INT_COLUMNS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "group_m",
+               "persistent_ctas", "split_k")
+BOOL_COLUMNS = ("persistent", "stream_k")
+
+
+def read_tasks(path, floats: tuple[str, ...] = ()) -> list[dict]:
+    """A plan's runs written by ``write_csv`` (``m``, ``n``, ``k``, the configuration's
+    fields, labels) as task rows: the configuration's fields typed as KernelConfig wants,
+    the ``floats`` columns as floats, the rest as written."""
+    def typed(c, v):
+        if c in INT_COLUMNS:
+            return int(v)
+        if c in BOOL_COLUMNS:
+            return v in ("True", "true")
+        return float(v) if c in floats else v
+
+    return [{c: typed(c, v) for c, v in r.items()} for r in read_csv(path)]
 
 
 def measured(rows: list[dict], columns: tuple[str, ...]) -> dict[tuple, float]:

@@ -72,17 +72,9 @@ def plan() -> list[dict]:
 
 def read_plan(path=PLAN) -> list[dict]:
     """PLAN's runs as task rows (the configuration's fields typed as KernelConfig wants)."""
-    from probes import read_csv
+    from probes import read_tasks
 
-    ints = {"m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "group_m",
-            "persistent_ctas", "split_k"}
-    out = []
-    for r in read_csv(path):
-        task = {c: (int(v) if c in ints else v in ("True", "true") if c in ("persistent", "stream_k") else v)
-                for c, v in r.items()}
-        task["shipped_us"] = float(r["shipped_us"])
-        out.append(task)
-    return out
+    return read_tasks(path, floats=("shipped_us",))
 
 
 def label(task: dict) -> dict:
