@@ -24,11 +24,18 @@ times it as a sweep does. ``--summary run.csv`` scores the answer: its time agai
 best timed for the shape (regret), the predicted time against the measured one, and
 the same for the corrected answer, the best of the shortlist and the best of the sample.
 
+With ``--plan h200`` the same sets are planned for the H200 with its own fit, and beside
+them the TRANSFER_TOP first of the shortlist that the H100's fit, carried onto the H200's
+microbenchmarks (``fit.transfer``, no H200 GEMM read), gives: issue 18's question ("how
+fast on the GPU I am moving to?") asked of the answer. The H200's data are development
+data; its sets are scored as they come.
+
 The reference for regret is the best of the runs timed for the shape, not the best of
 the whole space (20,616 configurations): a regret here is a lower bound.
 
-    python benchmarks/optimizer_picks.py --plan
-    PYTHONPATH=src:benchmarks python3 benchmarks/optimizer_picks.py --set dev [--out run.csv] [--shard i/n]
+    python benchmarks/optimizer_picks.py --plan [h100|h200]
+    PYTHONPATH=src:benchmarks python3 benchmarks/optimizer_picks.py --set dev [--gpu h200] [--out run.csv]
+        [--shard i/n]
     python benchmarks/optimizer_picks.py --summary run.csv
 """
 
@@ -41,7 +48,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "optimizer_picks"
-GPU = "h100-sxm5-80gb"
+GPUS = {"h100": "h100-sxm5-80gb", "h200": "h200-sxm-141gb"}  # --gpu: whose fit, plans and runs
+# the GPU whose fit each GPU's plans also carry over (fit.transfer, as `gemmperf predict
+# --transfer-from` does): the answer a user moving from that GPU would get
+TRANSFER_FROM = {"h200": "h100-sxm5-80gb"}
 FAMILY = "ws-hopper"
 # set -> seed (testlists/random.csv is 17017, sealed.csv 92863): "dev" drawn on 2026-11-28
 # before the choice of --top and --corrected, "heldout" after it
@@ -49,13 +59,14 @@ SETS = {"dev": 20261128, "heldout": 20261129}
 COUNT = 40
 TOP = 8  # the shortlist timed per shape (--top 8)
 CORRECTED_TOP = 4
+TRANSFER_TOP = 4  # the transferred fit's shortlist timed per shape
 SAMPLE = 8
 CONFIG = ("family", "dtype", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "persistent",
           "raster", "mode", "epilogue", "schedule", "group_m", "persistent_ctas", "split_k", "stream_k")
 
 
-def plan_path(name: str) -> Path:
-    return RESULTS / f"plan_h100_{name}.csv"
+def plan_path(name: str, gpu: str = "h100") -> Path:
+    return RESULTS / f"plan_{gpu}_{name}.csv"
 
 
 def fresh_shapes() -> dict[str, list]:
@@ -72,10 +83,25 @@ def fresh_shapes() -> dict[str, list]:
     return out
 
 
-def plan() -> dict[str, list[dict]]:
-    """Set -> its runs: per shape the answer, the shortlist of TOP, the CORRECTED_TOP first
-    of the re-ranked RERANK, and the SAMPLE; each configuration once, its ``kinds``
-    naming every list it is on ("fitted-1" is the answer, "corrected-1" --corrected's)."""
+def carried_fit(source: str, gpu):
+    """The fit of GPU ``source`` (its constants on every development row) carried onto
+    ``gpu`` through both GPUs' shipped microbenchmarks, no GEMM of ``gpu`` read."""
+    from model_ceiling import development
+
+    from gemmperf.app.modelparams import carried, microbench_file
+    from gemmperf.fit.accuracy import fit_all
+
+    dev, pset = development(source, "bf16")
+    fitted, _, _ = fit_all(dev, pset, residual=False)
+    return carried(fitted, gpu, microbench_file(source), microbench_file(gpu.slug), "bf16")[0]
+
+
+def plan(gpu_key: str = "h100") -> dict[str, list[dict]]:
+    """Set -> its runs on GPUS[gpu_key]: per shape the answer, the shortlist of TOP, the
+    CORRECTED_TOP first of the re-ranked RERANK, the TRANSFER_TOP first of the carried
+    fit's shortlist where TRANSFER_FROM names a GPU ("transfer-1" its answer), and the
+    SAMPLE; each configuration once, its ``kinds`` naming every list it is on
+    ("fitted-1" is the answer, "corrected-1" --corrected's)."""
     from model_ceiling import development
 
     from gemmperf.bench.sample import sample_configs
@@ -84,9 +110,11 @@ def plan() -> dict[str, list[dict]]:
     from gemmperf.optimize import shortlist, solve
     from gemmperf.optimize.shortlist import RERANK, reranked
 
-    dev, pset = development(GPU, "bf16")
+    dev, pset = development(GPUS[gpu_key], "bf16")
     fitted, corr, _ = fit_all(dev, pset)
     gpu = pset.gpu
+    source = TRANSFER_FROM.get(gpu_key)
+    moved = carried_fit(source, gpu) if source else None
     out = {}
     for name, shapes in fresh_shapes().items():
         sampled = sample_configs(get_family(FAMILY), gpu, "bf16", shapes, SAMPLE + 1, SETS[name])
@@ -96,18 +124,23 @@ def plan() -> dict[str, list[dict]]:
             ranked = reranked(shortlist(sol, gpu, fitted, RERANK), sol.shape, fitted, corr)
             times = {c: (fit_us, corr_us) for c, fit_us, corr_us in ranked}
             kinds: dict = {}
-            for kind, configs in (("answer", [sol.config]), ("fitted", [c for c, _ in shortlist(sol, gpu, fitted, TOP)]),
-                                  ("corrected", [c for c, _, _ in ranked[:CORRECTED_TOP]]),
-                                  ("sample", [c for c in sampled[shape] if c != sol.config][:SAMPLE])):
+            lists = [("answer", [sol.config]), ("fitted", [c for c, _ in shortlist(sol, gpu, fitted, TOP)]),
+                     ("corrected", [c for c, _, _ in ranked[:CORRECTED_TOP]])]
+            if moved is not None:
+                carried_sol = solve(shape, FAMILY, gpu, moved, runner_up=False)
+                lists.append(("transfer", [c for c, _ in shortlist(carried_sol, gpu, moved, TRANSFER_TOP)]))
+            lists.append(("sample", [c for c in sampled[shape] if c != sol.config][:SAMPLE]))
+            for kind, configs in lists:
                 for rank, c in enumerate(configs, 1):
                     kinds.setdefault(c, []).append(kind if kind in ("answer", "sample") else f"{kind}-{rank}")
             missing = [c for c in kinds if c not in times]  # the sample's: predicted here
             for c, fit_us, corr_us in reranked([(c, 0.0) for c in missing], sol.shape, fitted, corr):
                 times[c] = (_fitted(c, sol.shape, fitted), corr_us)
             for c, names in kinds.items():
+                carried_us = {"transfer_us": round(_fitted(c, sol.shape, moved), 4)} if moved is not None else {}
                 out[name].append({"m": shape.m, "n": shape.n, "k": shape.k, "kinds": " ".join(names),
                                   "fitted_us": round(times[c][0], 4), "corrected_us": round(times[c][1], 4),
-                                  **{f: getattr(c, f) for f in CONFIG}})
+                                  **carried_us, **{f: getattr(c, f) for f in CONFIG}})
     return out
 
 
@@ -125,7 +158,7 @@ def read_plan(path) -> list[dict]:
     """A plan's runs as task rows (the configuration's fields typed as KernelConfig wants)."""
     from probes import read_tasks
 
-    return read_tasks(path, floats=("fitted_us", "corrected_us"))
+    return read_tasks(path, floats=("fitted_us", "corrected_us", "transfer_us"))
 
 
 def label(task: dict) -> dict:
@@ -134,7 +167,7 @@ def label(task: dict) -> dict:
 
     config = KernelConfig(**{f: task[f] for f in CONFIG})
     return {"shape": f"{task['m']}x{task['n']}x{task['k']}", "config": config.key(), "kinds": task["kinds"],
-            "fitted_us": task["fitted_us"], "corrected_us": task["corrected_us"]}
+            **{c: task[c] for c in ("fitted_us", "corrected_us", "transfer_us") if c in task}}
 
 
 def compile_plan(tasks: list[dict], arch: str) -> None:
@@ -178,9 +211,18 @@ def summary(rows: list[dict]) -> list[str]:
                 key=lambda r: r["time_us"], default=None),
             f"best of {SAMPLE} sampled, timed (no model)": lambda runs: min(
                 (r for r in runs if "sample" in r["kinds"].split()), key=lambda r: r["time_us"], default=None)}
+    carried = any("transfer-1" in r["kinds"].split() for r in rows)
+    if carried:
+        ways["the transferred fit's answer"] = lambda runs: _pick(runs, "transfer-1")
+        ways[f"best of its --top {TRANSFER_TOP}, timed"] = lambda runs: min(
+            (r for r in runs if any(k.startswith("transfer-") for k in r["kinds"].split())),
+            key=lambda r: r["time_us"], default=None)
     regret = {w: [] for w in ways}
     ape = {"answer, fitted": [], "answer, corrected": [], "--corrected's answer, corrected": []}
     every = {"fitted": [], "corrected": []}
+    if carried:
+        ape["the transferred answer, transferred fit"] = []
+        every["transfer"] = []
     for shape, runs in by_shape.items():
         best = min(r["time_us"] for r in runs)
         for w, pick in ways.items():
@@ -191,6 +233,10 @@ def summary(rows: list[dict]) -> list[str]:
         for r in runs:
             for col in every:
                 every[col].append(abs(float(r[f"{col}_us"]) / r["time_us"] - 1.0) * 100.0)
+        moved = _pick(runs, "transfer-1")
+        if moved is not None:
+            ape["the transferred answer, transferred fit"].append(
+                abs(float(moved["transfer_us"]) / moved["time_us"] - 1.0) * 100.0)
         if c is not None:
             ape["--corrected's answer, corrected"].append(abs(float(c["corrected_us"]) / c["time_us"] - 1.0) * 100.0)
         if a is None:
@@ -222,10 +268,14 @@ def main(argv=None) -> int:
         sys.path.insert(0, str(ROOT / "src"))
         from probes import write_csv
 
+        gpu_key = argv[1] if len(argv) > 1 else "h100"
+        if gpu_key not in GPUS:
+            raise SystemExit(f"--plan {gpu_key}: expected one of {', '.join(GPUS)}")
         RESULTS.mkdir(parents=True, exist_ok=True)
-        for name, runs in plan().items():
-            write_csv(plan_path(name), runs)
-            print(f"{plan_path(name)}: {len(runs)} runs over {len({(r['m'], r['n'], r['k']) for r in runs})} shapes")
+        for name, runs in plan(gpu_key).items():
+            write_csv(plan_path(name, gpu_key), runs)
+            print(f"{plan_path(name, gpu_key)}: {len(runs)} runs over "
+                  f"{len({(r['m'], r['n'], r['k']) for r in runs})} shapes")
         return 0
     if argv[:1] == ["--summary"]:
         from probes import read_csv
@@ -238,7 +288,7 @@ def main(argv=None) -> int:
 
     from gemmperf.bench.device import local_arch
 
-    picked = {"--set": "dev", "--shard": "0/1"}  # --shard i/n: the i-th of every n shapes, in the plan's order
+    picked = {"--set": "dev", "--gpu": "h100", "--shard": "0/1"}  # --shard i/n: the i-th of every n shapes
     for flag in picked:
         if flag in argv:
             at = argv.index(flag)
@@ -246,7 +296,7 @@ def main(argv=None) -> int:
             argv = argv[:at] + argv[at + 2:]
     shard, of = map(int, picked["--shard"].split("/"))
     a, gpu, meas = start(__doc__, argv)
-    every = read_plan(plan_path(picked["--set"]))
+    every = read_plan(plan_path(picked["--set"], picked["--gpu"]))
     shapes = list(dict.fromkeys((t["m"], t["n"], t["k"]) for t in every))[shard::of]
     tasks = [t for t in every if (t["m"], t["n"], t["k"]) in shapes]
     compile_plan(tasks, local_arch())

@@ -1,7 +1,8 @@
 """benchmarks/optimizer_picks.py without a GPU: its two sets of shapes are fresh (no
-testlist holds one, nor the other set) and those of the committed plans, every run is
-legal and named once, the lists are what `gemmperf optimize --corrected --top 8` names,
---set and --shard pick the shapes, and the runs on a lent H100 read back."""
+testlist holds one, nor the other set) and those of the committed plans of both GPUs,
+every run is legal and named once, the lists are what `gemmperf optimize --corrected
+--top 8` names (and on the H200 the H100's carried fit's shortlist), --set and --shard
+pick the shapes, and the runs on a lent H100 and H200 read back."""
 
 import argparse
 import csv
@@ -23,11 +24,11 @@ def test_the_plans_hold_fresh_shapes_and_legal_runs_named_once():
     sets = {name: [(s.m, s.n, s.k) for s in shapes] for name, shapes in script.fresh_shapes().items()}
     known = {(s.m, s.n, s.k) for p in (ROOT / "testlists").glob("*.csv") for s in read_testlist(p)}
     assert list(sets) == ["dev", "heldout"] and not set(sets["dev"]) & set(sets["heldout"])
-    for name, shapes in sets.items():
+    for (name, shapes), gpu in [(item, gpu) for item in sets.items() for gpu in script.GPUS]:
         assert len(shapes) == script.COUNT and not set(shapes) & known
-        tasks = script.read_plan(script.plan_path(name))
+        tasks = script.read_plan(script.plan_path(name, gpu))
         assert list(dict.fromkeys((t["m"], t["n"], t["k"]) for t in tasks)) == shapes
-        assert not refused(tasks, get_gpu("h100-sxm5-80gb"))
+        assert not refused(tasks, get_gpu(script.GPUS[gpu]))
         names = [(t["m"], t["n"], t["k"], script.label(t)["config"]) for t in tasks]
         assert len(set(names)) == len(names)
         for shape in shapes:
@@ -41,9 +42,12 @@ def test_the_plans_hold_fresh_shapes_and_legal_runs_named_once():
             corrected = sorted((t for t in runs if any(k.startswith("corrected-") for k in t["kinds"].split())),
                                key=lambda t: next(int(k[10:]) for k in t["kinds"].split() if k[:10] == "corrected-"))
             assert [t["corrected_us"] for t in corrected] == sorted(t["corrected_us"] for t in corrected)
+            moved = [k for k in kinds if k.startswith("transfer-")]
+            assert sorted(moved) == ([f"transfer-{i}" for i in range(1, script.TRANSFER_TOP + 1)]
+                                     if gpu in script.TRANSFER_FROM else [])
 
 
-def test_main_times_one_shard_of_a_sets_shapes(tmp_path, monkeypatch):
+def test_main_times_one_shard_of_a_sets_shapes_on_a_gpu(tmp_path, monkeypatch):
     probes = load_script(ROOT / "benchmarks" / "probes.py", "probes")
     seen = []
 
@@ -58,29 +62,35 @@ def test_main_times_one_shard_of_a_sets_shapes(tmp_path, monkeypatch):
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
     monkeypatch.setattr(script, "compile_plan", lambda tasks, arch: None)
     monkeypatch.setattr("gemmperf.bench.device.local_arch", lambda: "sm_90a")
-    assert script.main(["--set", "heldout", "--shard", "1/2"]) == 0
-    shapes = list(dict.fromkeys((t["m"], t["n"], t["k"]) for t in script.read_plan(script.plan_path("heldout"))))
+    assert script.main(["--set", "heldout", "--gpu", "h200", "--shard", "1/2"]) == 0
+    plan = script.read_plan(script.plan_path("heldout", "h200"))
+    shapes = list(dict.fromkeys((t["m"], t["n"], t["k"]) for t in plan))
     assert list(dict.fromkeys(seen)) == shapes[1::2]
     rows = list(csv.DictReader(open(out)))
-    assert len(rows) == len(seen) and {r["status"] for r in rows} == {"ok"}
+    assert len(rows) == len(seen) and {r["status"] for r in rows} == {"ok"} and "transfer_us" in rows[0]
 
 
-@pytest.mark.parametrize("name, runs, answer, corrected, shortlist, sample", [
-    ("dev", 748, "16/40", "22/40", "31/40", "4/40"),
-    ("heldout", 730, "23/40", "24/40", "33/40", "3/40"),
+@pytest.mark.parametrize("gpu, name, runs, answer, corrected, shortlist, sample, moved", [
+    ("h100", "dev", 748, "16/40", "22/40", "31/40", "4/40", None),
+    ("h100", "heldout", 730, "23/40", "24/40", "33/40", "3/40", None),
+    ("h200", "dev", 754, "19/40", "26/40", "27/40", "5/40", "19/40"),
+    ("h200", "heldout", 759, "21/40", "26/40", "31/40", "4/40", "21/40"),
 ])
-def test_the_lent_h100s_runs_read_back(name, runs, answer, corrected, shortlist, sample):
+def test_the_lent_gpus_runs_read_back(gpu, name, runs, answer, corrected, shortlist, sample, moved):
     """Every run verified. Within 1% of the best timed for its shape: the answer, the
     answer --corrected gives, the fastest of --top 8's shortlist, the fastest of 8
-    sampled configurations (benchmarks/README.md, "Optimizer picks")."""
-    with open(RESULTS / f"run_h100_{name}.csv") as f:
+    sampled configurations, and on the H200 the answer of the H100's fit carried onto it
+    (benchmarks/README.md, "Optimizer picks")."""
+    with open(RESULTS / f"run_{gpu}_{name}.csv") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == runs and all(r["status"] == "ok" for r in rows)
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
     lines = script.summary(rows)
-    assert "\n".join(lines).splitlines() == (RESULTS / f"summary_h100_{name}.txt").read_text().splitlines()
+    assert "\n".join(lines).splitlines() == (RESULTS / f"summary_{gpu}_{name}.txt").read_text().splitlines()
     regret = {line.split("  mean")[0].strip(): line for line in lines if "within 1%" in line}
     assert regret["optimizer's answer (fitted model)"].endswith(f"within 1%: {answer}")
     assert regret["--corrected (the 64 best re-ranked)"].endswith(f"within 1%: {corrected}")
     assert regret["best of the --top 8 shortlist, timed"].endswith(f"within 1%: {shortlist}")
     assert regret["best of 8 sampled, timed (no model)"].endswith(f"within 1%: {sample}")
+    assert (regret["the transferred fit's answer"].endswith(f"within 1%: {moved}") if moved else
+            "the transferred fit's answer" not in regret)
