@@ -149,13 +149,7 @@ def optimize_shape(a, gpu, pset, fams, fix) -> int:
     _check_solutions(sols)
     source = answers.params_source(pset, [(s.family, s.shape.dtype) for s in sols])
     correct = _correction(a, gpu)
-    top = {}
-    for s in sols:
-        if correct is not None:
-            top[id(s)] = reranked(shortlist(s, gpu, pset, max(RERANK, a.top or 0), fix or None), s.shape, pset,
-                                  correct)
-        elif a.top:
-            top[id(s)] = [(c, us, None) for c, us in shortlist(s, gpu, pset, a.top, fix or None)]
+    top = {id(s): _listed(s, gpu, pset, fix, a.top, correct) for s in sols} if a.top or correct else {}
     if a.json:
         print(json.dumps([{**s.to_dict(), "params_source": source, **_top_dict(top.get(id(s)), a.top)}
                           for s in sols], indent=2, default=str))
@@ -171,20 +165,35 @@ def optimize_shape(a, gpu, pset, fams, fix) -> int:
             print(f"skipped: {err}")
         print(one_line(sols, gpu, measured, source))
     best = min(sols, key=lambda s: s.predicted_us)
-    listed = top.get(id(best), [])
-    if correct is not None:
+    if top:
+        _print_listed(best, top[id(best)], a.top)
+    return 0
+
+
+def _listed(sol, gpu, pset, fix: dict, count: int | None, correct) -> list[tuple]:
+    """(configuration, predicted us, corrected us or None) of ``sol``'s family: with a
+    correction the model's RERANK best (at least ``count``) re-ranked by it, else the
+    shortlist of ``count`` (the answer first)."""
+    if correct is None:
+        return [(c, t, None) for c, t in shortlist(sol, gpu, pset, count, fix or None)]
+    return reranked(shortlist(sol, gpu, pset, max(RERANK, count or 0), fix or None), sol.shape, pset, correct)
+
+
+def _print_listed(best, listed: list[tuple], count: int | None) -> None:
+    """Under the answer: the corrected best (with a correction), then ``count`` of the list."""
+    corrected = listed[0][2] is not None
+    if corrected:
         c, fitted_us, corrected_us = listed[0]
         answer = next(x[2] for x in listed if x[0] == best.config)
         print(f"corrected: {best.family} {fmt_config(c)}: {us(corrected_us)} (ws-pipelined+residual, the best of "
               f"the model's {len(listed)} best; fitted {us(fitted_us)}; the answer above corrected: {us(answer)})")
-    if a.top:
-        order = "re-ranked by the residual correction" if correct is not None else "the answer first"
-        print(f"the model's {min(a.top, len(listed))} best {best.family} configurations ({order}), to time:")
-        for i, (c, fitted_us, corrected_us) in enumerate(listed[: a.top], 1):
-            times = (f"corrected {corrected_us:.2f} us, fitted {fitted_us:.2f} us" if corrected_us is not None else
+    if count:
+        order = "re-ranked by the residual correction" if corrected else "the answer first"
+        print(f"the model's {min(count, len(listed))} best {best.family} configurations ({order}), to time:")
+        for i, (c, fitted_us, corrected_us) in enumerate(listed[:count], 1):
+            times = (f"corrected {corrected_us:.2f} us, fitted {fitted_us:.2f} us" if corrected else
                      f"{fitted_us:.2f} us (+{(fitted_us / best.predicted_us - 1) * 100:.2f}%)")
             print(f"  {i:2d}. {fmt_config(c)}: {times}")
-    return 0
 
 
 def _correction(a, gpu) -> Correction | None:

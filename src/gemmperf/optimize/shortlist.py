@@ -15,8 +15,8 @@ import numpy as np
 import polars as pl
 
 from ..hardware import GPU
-from ..params import ParamSet
 from ..models import predict
+from ..params import ParamSet
 from ..problem import KernelConfig
 from .exhaustive import exhaustive_float
 from .solver import Solution
