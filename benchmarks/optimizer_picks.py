@@ -134,24 +134,29 @@ def plan(gpu_key: str = "h100") -> dict[str, list[dict]]:
                 for rank, c in enumerate(configs, 1):
                     kinds.setdefault(c, []).append(kind if kind in ("answer", "sample") else f"{kind}-{rank}")
             missing = [c for c in kinds if c not in times]  # the sample's: predicted here
-            for c, fit_us, corr_us in reranked([(c, 0.0) for c in missing], sol.shape, fitted, corr):
-                times[c] = (_fitted(c, sol.shape, fitted), corr_us)
+            times.update(zip(missing, _predicted(missing, sol.shape, fitted, corr)))
+            carried = dict(zip(kinds, _predicted(list(kinds), sol.shape, moved))) if moved is not None else {}
             for c, names in kinds.items():
-                carried_us = {"transfer_us": round(_fitted(c, sol.shape, moved), 4)} if moved is not None else {}
+                carried_us = {"transfer_us": round(carried[c][0], 4)} if carried else {}
                 out[name].append({"m": shape.m, "n": shape.n, "k": shape.k, "kinds": " ".join(names),
                                   "fitted_us": round(times[c][0], 4), "corrected_us": round(times[c][1], 4),
                                   **carried_us, **{f: getattr(c, f) for f in CONFIG}})
     return out
 
 
-def _fitted(config, shape, fitted) -> float:
-    """ws-pipelined's fitted prediction (us) of one configuration on ``shape``."""
+def _predicted(configs, shape, params, corr=None) -> list[tuple[float, float | None]]:
+    """(predicted us, corrected us or None) of each of ``configs`` on ``shape``: ws-pipelined
+    with ``params``, then the correction ``corr`` where given."""
     import polars as pl
 
     from gemmperf.models import predict
 
-    row = {"m": shape.m, "n": shape.n, "k": shape.k, **{f: getattr(config, f) for f in CONFIG}}
-    return float(predict(pl.DataFrame([row]), fitted, "ws-pipelined").get_column("predicted_us")[0])
+    if not configs:
+        return []
+    rows = [{"m": shape.m, "n": shape.n, "k": shape.k, **{f: getattr(c, f) for f in CONFIG}} for c in configs]
+    pred = predict(pl.DataFrame(rows), params, "ws-pipelined")
+    corrected = corr(pred).get_column("corrected_us").to_list() if corr is not None else [None] * len(configs)
+    return list(zip(pred.get_column("predicted_us").to_list(), corrected))
 
 
 def read_plan(path) -> list[dict]:
