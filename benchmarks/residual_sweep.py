@@ -24,30 +24,38 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# name -> ResidualRegressor settings different from its defaults' (1200 trees, depth 4,
-# learning rate 0.05, Huber loss, leaves of 32 rows, every row and feature)
+# The settings shipped from issue 17 step 16 to step 21 (1200 trees of depth 4, learning
+# rate 0.05, Huber loss, leaves of 32 rows, every row and feature); the variants named
+# until step 21 are changes of these, so each name keeps the figures recorded for it.
+STEP16 = {"n_estimators": 1200, "max_depth": 4, "max_leaf_nodes": None}
+# name -> ResidualRegressor settings (those not named: its defaults')
 VARIANTS = {
-    "leaf8": {"min_samples_leaf": 8},
-    "leaf16": {"min_samples_leaf": 16},
-    "leaf32": {"min_samples_leaf": 32},
-    "leaf64": {"min_samples_leaf": 64},
-    "leaf128": {"min_samples_leaf": 128},
-    "leaf8-600trees": {"min_samples_leaf": 8, "n_estimators": 600},
-    "leaf8-300trees": {"min_samples_leaf": 8, "n_estimators": 300},
-    "leaf8-depth3": {"min_samples_leaf": 8, "max_depth": 3},
-    "leaf32-depth3": {"min_samples_leaf": 32, "max_depth": 3},
-    "leaf8-rate0.02": {"min_samples_leaf": 8, "learning_rate": 0.02},
-    "leaf8-absolute": {"min_samples_leaf": 8, "loss": "absolute_error"},
-    # stochastic boosting on the shipped leaf size (each tree on a share of the rows or each
+    "leaf8": {**STEP16, "min_samples_leaf": 8},
+    "leaf16": {**STEP16, "min_samples_leaf": 16},
+    "leaf32": {**STEP16, "min_samples_leaf": 32},
+    "leaf64": {**STEP16, "min_samples_leaf": 64},
+    "leaf128": {**STEP16, "min_samples_leaf": 128},
+    "leaf8-600trees": {**STEP16, "min_samples_leaf": 8, "n_estimators": 600},
+    "leaf8-300trees": {**STEP16, "min_samples_leaf": 8, "n_estimators": 300},
+    "leaf8-depth3": {**STEP16, "min_samples_leaf": 8, "max_depth": 3},
+    "leaf32-depth3": {**STEP16, "min_samples_leaf": 32, "max_depth": 3},
+    "leaf8-rate0.02": {**STEP16, "min_samples_leaf": 8, "learning_rate": 0.02},
+    "leaf8-absolute": {**STEP16, "min_samples_leaf": 8, "loss": "absolute_error"},
+    # stochastic boosting on step 16's trees (each tree on a share of the rows or each
     # split on a share of the features, random_state 0)
-    "subsample0.5": {"subsample": 0.5},
-    "subsample0.8": {"subsample": 0.8},
-    "max-features0.5": {"max_features": 0.5},
-    "subsample0.5-max-features0.5": {"subsample": 0.5, "max_features": 0.5},
+    "subsample0.5": {**STEP16, "subsample": 0.5},
+    "subsample0.8": {**STEP16, "subsample": 0.8},
+    "max-features0.5": {**STEP16, "max_features": 0.5},
+    "subsample0.5-max-features0.5": {**STEP16, "subsample": 0.5, "max_features": 0.5},
+    # trees grown best split first to a number of leaves, no depth limit (step 22 kept 31)
+    "leaves15": {"max_depth": None, "max_leaf_nodes": 15, "n_estimators": 1200},
+    "leaves31": {"max_depth": None, "max_leaf_nodes": 31, "n_estimators": 600},
+    "leaves63": {"max_depth": None, "max_leaf_nodes": 63, "n_estimators": 300},
 }
 # name -> (FEATURES dropped, features added: name -> function of no argument giving a polars
-# expression over a ws-pipelined prediction table); the shipped tree settings. Issue 17 step
-# 21 added period_over_math and period_over_load (benchmarks/MODEL_ACCURACY.md)
+# expression over a ws-pipelined prediction table); the shipped tree settings (step 16's
+# until step 21: the figures recorded for these before step 22 are those trees'). Issue 17
+# step 21 added period_over_math and period_over_load (benchmarks/MODEL_ACCURACY.md)
 RING_TERMS = ("period_over_math", "period_over_load")
 
 

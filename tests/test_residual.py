@@ -31,14 +31,34 @@ def test_tree_arrays_match_sklearn_and_json_roundtrip():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 5))
     y = np.sin(X[:, 0]) + 0.3 * (X[:, 1] > 0) + 0.01 * rng.normal(size=400)
-    est = ResidualRegressor(n_estimators=50, max_depth=3).fit(X, y)
-    ref = GradientBoostingRegressor(n_estimators=50, max_depth=3, min_samples_leaf=est.min_samples_leaf, loss="huber",
-                                    learning_rate=0.05, random_state=0).fit(X, y)
-    np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-10, atol=1e-10)
-    back = ResidualRegressor.from_dict(json.loads(json.dumps(est.to_dict())))
+    for settings in ({"n_estimators": 50, "max_depth": 3, "max_leaf_nodes": None},  # depth-first, as step 16
+                     {"n_estimators": 50}):  # as shipped: best split first to 31 leaves, no depth limit
+        est = ResidualRegressor(**settings).fit(X, y)
+        ref = GradientBoostingRegressor(**{"max_depth": None, "max_leaf_nodes": 31, **settings},
+                                        min_samples_leaf=est.min_samples_leaf, loss="huber", learning_rate=0.05,
+                                        random_state=0).fit(X, y)
+        np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-10, atol=1e-10)
+        back = ResidualRegressor.from_dict(json.loads(json.dumps(est.to_dict())))
+        np.testing.assert_array_equal(back.predict(X), est.predict(X))
+        with pytest.raises(UserError):
+            est.predict(X[:, :3])
+    # the shipped trees are the leaf count's, not a depth's: 31 leaves where the rows allow
+    X = rng.normal(size=(3000, 5))
+    est = ResidualRegressor(n_estimators=5).fit(X, np.sin(3 * X[:, 0]) * X[:, 1] + (X[:, 2] > 1.5))
+    assert {int((t["left"] < 0).sum()) for t in est.trees_} == {31} and est.depth_ > 4
+
+
+def test_a_correction_file_of_step_16s_trees_still_loads():
+    """A correction.json written before step 22 names no max_leaf_nodes: it loads as the
+    depth-4 trees it holds and predicts as they did."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 4))
+    y = X[:, 0] - 0.5 * (X[:, 3] > 0.2)
+    est = ResidualRegressor(n_estimators=30, max_depth=4, max_leaf_nodes=None).fit(X, y)
+    data = est.to_dict()
+    del data["params"]["max_leaf_nodes"]
+    back = ResidualRegressor.from_dict(json.loads(json.dumps(data)))
     np.testing.assert_array_equal(back.predict(X), est.predict(X))
-    with pytest.raises(UserError):
-        est.predict(X[:, :3])
 
 
 def test_stochastic_boosting_is_sklearns_and_repeats_with_its_seed():
@@ -49,7 +69,7 @@ def test_stochastic_boosting_is_sklearns_and_repeats_with_its_seed():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(300, 6))
     y = X[:, 0] ** 2 + 0.5 * (X[:, 2] > 0) + 0.01 * rng.normal(size=300)
-    settings = {"n_estimators": 40, "max_depth": 3, "subsample": 0.5, "max_features": 0.5}
+    settings = {"n_estimators": 40, "max_depth": 3, "max_leaf_nodes": None, "subsample": 0.5, "max_features": 0.5}
     est = ResidualRegressor(**settings).fit(X, y)
     ref = GradientBoostingRegressor(**settings, min_samples_leaf=est.min_samples_leaf, loss="huber",
                                     learning_rate=0.05, random_state=0).fit(X, y)

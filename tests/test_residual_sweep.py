@@ -6,6 +6,7 @@ scoring corrects every left-out row of every fold, each by the trees of its own 
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 import polars as pl
@@ -30,7 +31,9 @@ def test_every_variant_is_a_regressor_setting():
         model = ResidualRegressor(**settings)
         assert all(getattr(model, k) == v for k, v in settings.items()), name
         leaf = settings.get("min_samples_leaf")  # each named with its leaf size, or the shipped one's
-        assert (f"leaf{leaf}" in name) if leaf else not name.startswith("leaf"), name
+        assert (f"leaf{leaf}" in name) if leaf else not re.match(r"leaf\d", name), name
+        leaves = settings.get("max_leaf_nodes")  # grown best split first: named by its leaves
+        assert (name == f"leaves{leaves}") if leaves else "leaves" not in name, name
 
 
 def test_every_feature_variant_computes_its_features_only_within():

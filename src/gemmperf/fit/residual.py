@@ -28,8 +28,8 @@ prediction table, see ``features``) have a physical meaning:
                     the configuration's epilogue, schedule, cluster and K split
   reduction_share   split-K's / stream-K's partial writes and fix-up over the total
 
-Estimator: ``ResidualRegressor``, gradient-boosted shallow regression trees (sklearn's
-GradientBoostingRegressor, Huber loss, fixed random_state, by default no row or feature
+Estimator: ``ResidualRegressor``, gradient-boosted regression trees of 31 leaves (sklearn's
+GradientBoostingRegressor grown best split first, Huber loss, fixed random_state, by default no row or feature
 subsampling: the fit is deterministic). Serialization without pickle: after fitting,
 every tree is copied into plain arrays (feature, threshold, left, right, value);
 ``predict`` walks those arrays itself, vectorized over rows, and ``to_dict``/``from_dict``
@@ -152,16 +152,20 @@ def target(pred: pl.DataFrame, measured: str = "time_us") -> np.ndarray:
 class ResidualRegressor(RegressorMixin, BaseEstimator):
     """Boosted regression trees whose fitted state is plain arrays (JSON-serializable).
 
-    1200 trees of depth 4, each leaf at least 32 rows: a correction learned from many
-    configurations carries to testlists the fit never saw, one from a few does not
-    (chosen leave-one-testlist-out on the development data, benchmarks/MODEL_ACCURACY.md,
-    issue 17 step 16)."""
+    600 trees, each grown best split first to 31 leaves of at least 32 rows: a correction
+    learned from many configurations carries to testlists the fit never saw, one from a
+    few does not (issue 17 step 16), and a tree that spends its splits where the error
+    is, rather than on every branch to depth 4, follows the interactions of three or more
+    terms the residual is made of (step 22). Both chosen leave-one-testlist-out on the
+    development data (benchmarks/MODEL_ACCURACY.md)."""
 
-    def __init__(self, n_estimators=1200, learning_rate=0.05, max_depth=4, min_samples_leaf=32,
-                 loss="huber", alpha=0.9, subsample=1.0, max_features=None, random_state=0):
+    def __init__(self, n_estimators=600, learning_rate=0.05, max_depth=None, min_samples_leaf=32,
+                 loss="huber", alpha=0.9, subsample=1.0, max_features=None, random_state=0,
+                 max_leaf_nodes=31):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
-        self.max_depth = max_depth
+        self.max_depth = max_depth  # None: as deep as max_leaf_nodes lets a tree grow
+        self.max_leaf_nodes = max_leaf_nodes  # set: each tree grows best split first to this many leaves
         self.min_samples_leaf = min_samples_leaf
         self.loss = loss
         self.alpha = alpha
@@ -179,6 +183,7 @@ class ResidualRegressor(RegressorMixin, BaseEstimator):
             raise UserError(f"ResidualRegressor.fit: X {X.shape} and y {y.shape} do not match")
         gb = GradientBoostingRegressor(
             n_estimators=self.n_estimators, learning_rate=self.learning_rate, max_depth=self.max_depth,
+            max_leaf_nodes=self.max_leaf_nodes,
             min_samples_leaf=self.min_samples_leaf, loss=self.loss, alpha=self.alpha, subsample=self.subsample,
             max_features=self.max_features, random_state=self.random_state)
         if progress:
