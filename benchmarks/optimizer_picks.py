@@ -37,6 +37,13 @@ the whole space (20,616 configurations): a regret here is a lower bound.
     PYTHONPATH=src:benchmarks python3 benchmarks/optimizer_picks.py --set dev [--gpu h200] [--out run.csv]
         [--shard i/n]
     python benchmarks/optimizer_picks.py --summary run.csv
+    python benchmarks/optimizer_picks.py --rescore [h100|h200]
+
+``--rescore`` (development machine, no GPU) scores the committed runs with this tree's fit
+and correction: what `optimize --corrected` now answers for each fresh shape, where that
+run was timed, and the answer's corrected time against its measured time. A model or
+correction changed after the runs is scored on the answers without new GPU time (a pick
+that was never timed is counted, not guessed).
 """
 
 from __future__ import annotations
@@ -267,6 +274,56 @@ def summary(rows: list[dict]) -> list[str]:
     return out
 
 
+def rescored(shapes, runs: list[dict], ranked_of) -> list[str]:
+    """One set's runs (the run CSV's rows) scored by another ranking: ``ranked_of(shape)``
+    gives (the answer's configuration, [(configuration, fitted us, corrected us), ...]
+    in the re-ranked order, the answer among them). Lines: the answer's corrected time
+    against its measured time (absolute error %), and the re-ranked first's regret %
+    against the fastest timed for its shape where that run was timed."""
+    timed = {(r["shape"], r["config"]): float(r["time_us"]) for r in runs if r["status"] == "ok"}
+    error, regret, untimed = [], [], 0
+    for shape in shapes:
+        name = f"{shape.m}x{shape.n}x{shape.k}"
+        best = min(t for (s, _), t in timed.items() if s == name)
+        answer, ranked = ranked_of(shape)
+        corrected = {c: corrected_us for c, _, corrected_us in ranked}
+        if (name, answer.key()) in timed:
+            error.append(abs(corrected[answer] / timed[name, answer.key()] - 1.0) * 100.0)
+        pick = (name, ranked[0][0].key())
+        if pick in timed:
+            regret.append((timed[pick] / best - 1.0) * 100.0)
+        else:
+            untimed += 1
+    stats = lambda v: _stats(v) if v else "none"  # noqa: E731
+    return [f"  the answer's corrected time, absolute error % ({len(error)} shapes)  {stats(error)}",
+            f"  --corrected's pick, regret % ({len(regret)} shapes timed, {untimed} not)  {stats(regret)}  "
+            f"within 1%: {sum(x <= 1.0 for x in regret)}/{len(regret)}"]
+
+
+def rescore(gpu_key: str) -> list[str]:
+    """Both sets' committed runs on GPUS[gpu_key] scored with the fit and correction this
+    tree makes of the GPU's development rows, re-ranked as `optimize --corrected` does."""
+    from model_ceiling import development
+    from probes import read_csv
+
+    from gemmperf.fit.accuracy import fit_all
+    from gemmperf.optimize import shortlist, solve
+    from gemmperf.optimize.shortlist import RERANK, reranked
+
+    dev, pset = development(GPUS[gpu_key], "bf16")
+    fitted, corr, _ = fit_all(dev, pset)
+
+    def ranked_of(shape):
+        sol = solve(shape, FAMILY, pset.gpu, fitted, runner_up=False)
+        return sol.config, reranked(shortlist(sol, pset.gpu, fitted, RERANK), sol.shape, fitted, corr)
+
+    out = []
+    for name, shapes in fresh_shapes().items():
+        runs = read_csv(RESULTS / f"run_{gpu_key}_{name}.csv")
+        out += [f"{gpu_key} {name}:", *rescored(shapes, runs, ranked_of)]
+    return out
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--plan"]:
@@ -281,6 +338,13 @@ def main(argv=None) -> int:
             write_csv(plan_path(name, gpu_key), runs)
             print(f"{plan_path(name, gpu_key)}: {len(runs)} runs over "
                   f"{len({(r['m'], r['n'], r['k']) for r in runs})} shapes")
+        return 0
+    if argv[:1] == ["--rescore"]:
+        sys.path.insert(0, str(ROOT / "src"))
+        gpu_key = argv[1] if len(argv) > 1 else "h100"
+        if gpu_key not in GPUS:
+            raise SystemExit(f"--rescore {gpu_key}: expected one of {', '.join(GPUS)}")
+        print("\n".join(rescore(gpu_key)))
         return 0
     if argv[:1] == ["--summary"]:
         from probes import read_csv

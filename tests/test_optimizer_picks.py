@@ -94,3 +94,35 @@ def test_the_lent_gpus_runs_read_back(gpu, name, runs, answer, corrected, shortl
     assert regret["best of 8 sampled, timed (no model)"].endswith(f"within 1%: {sample}")
     assert (regret["the transferred fit's answer"].endswith(f"within 1%: {moved}") if moved else
             "the transferred fit's answer" not in regret)
+
+
+@pytest.mark.parametrize("gpu, name, corrected", [("h100", "dev", "22/40"), ("h200", "heldout", "26/40")])
+def test_rescoring_with_the_plans_own_ranking_gives_the_summarys_figures(gpu, name, corrected):
+    """--rescore's scoring, handed the ranking the plan recorded (step 21's correction),
+    gives the committed summary's --corrected figure and the answer's corrected error;
+    a pick the runs never timed is counted as such, not scored."""
+    from gemmperf.problem import KernelConfig
+
+    script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
+    plan = script.read_plan(script.plan_path(name, gpu))
+    with open(RESULTS / f"run_{gpu}_{name}.csv") as f:
+        runs = list(csv.DictReader(f))
+    config = lambda t: KernelConfig(**{f: t[f] for f in script.CONFIG})  # noqa: E731
+
+    def ranked_of(shape, drop_first=False):
+        rows = [t for t in plan if (t["m"], t["n"], t["k"]) == (shape.m, shape.n, shape.k)]
+        listed = sorted((t for t in rows if any(k == "answer" or k.startswith("corrected-") for k in t["kinds"].split())),
+                        key=lambda t: (t["corrected_us"], "corrected-1" not in t["kinds"].split()))
+        ranked = [(config(t), t["fitted_us"], t["corrected_us"]) for t in listed]
+        if drop_first:  # a first pick no run timed
+            ranked.insert(0, (KernelConfig(**{**ranked[0][0].__dict__, "stages": 3, "tile_k": 32}), 1.0, 1.0))
+        return config(next(t for t in rows if "answer" in t["kinds"].split())), ranked
+
+    shapes = script.fresh_shapes()[name]
+    lines = script.rescored(shapes, runs, ranked_of)
+    summary = (RESULTS / f"summary_{gpu}_{name}.txt").read_text().splitlines()
+    answer = next(line for line in summary if line.strip().startswith("answer, corrected"))
+    assert lines[0].endswith(answer.split("answer, corrected")[1].strip())
+    assert lines[1].endswith(f"within 1%: {corrected}") and "(40 shapes timed, 0 not)" in lines[1]
+    untimed = script.rescored(shapes[:3], runs, lambda s: ranked_of(s, drop_first=True))
+    assert "(0 shapes timed, 3 not)" in untimed[1]
