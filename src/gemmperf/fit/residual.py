@@ -28,10 +28,11 @@ prediction table, see ``features``) have a physical meaning:
                     the configuration's epilogue, schedule, cluster and K split
   reduction_share   split-K's / stream-K's partial writes and fix-up over the total
 
-Estimator: ``ResidualRegressor``, gradient-boosted regression trees of 31 leaves (sklearn's
-GradientBoostingRegressor grown best split first, Huber loss, fixed random_state, by default no row or feature
-subsampling: the fit is deterministic). Serialization without pickle: after fitting,
-every tree is copied into plain arrays (feature, threshold, left, right, value);
+Estimator: ``ResidualRegressor``, gradient-boosted regression trees of 31 leaves
+(sklearn's GradientBoostingRegressor grown best split first, Huber loss, fixed
+random_state, by default no row or feature subsampling: the fit is deterministic).
+Serialization without pickle: after fitting, every tree is copied into plain arrays
+(feature, threshold, left, right, value);
 ``predict`` walks those arrays itself, vectorized over rows, and ``to_dict``/``from_dict``
 round-trip them through JSON exactly. Why this choice: boosted trees capture the
 piecewise behaviour of GEMM residuals (wave quantization, limiter changes) that a ridge
@@ -155,8 +156,8 @@ class ResidualRegressor(RegressorMixin, BaseEstimator):
     600 trees, each grown best split first to 31 leaves of at least 32 rows: a correction
     learned from many configurations carries to testlists the fit never saw, one from a
     few does not (issue 17 step 16), and a tree that spends its splits where the error
-    is, rather than on every branch to depth 4, follows the interactions of three or more
-    terms the residual is made of (step 22). Both chosen leave-one-testlist-out on the
+    is, rather than on every branch to depth 4, can follow an interaction of more than
+    four terms down one branch (step 22). Both chosen leave-one-testlist-out on the
     development data (benchmarks/MODEL_ACCURACY.md)."""
 
     def __init__(self, n_estimators=600, learning_rate=0.05, max_depth=None, min_samples_leaf=32,
