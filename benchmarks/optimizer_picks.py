@@ -103,23 +103,40 @@ def carried_fit(source: str, gpu):
     return carried(fitted, gpu, microbench_file(source), microbench_file(gpu.slug), "bf16")[0]
 
 
+def workflow_fit(gpu_key: str):
+    """(the GPU, its fitted constants, its residual correction): both fitted on every
+    development row of GPUS[gpu_key], as the workflow does."""
+    from model_ceiling import development
+
+    from gemmperf.fit.accuracy import fit_all
+
+    dev, pset = development(GPUS[gpu_key], "bf16")
+    fitted, corr, _ = fit_all(dev, pset)
+    return pset.gpu, fitted, corr
+
+
+def answered(shape, gpu, fitted, corr):
+    """What `optimize --family ws-hopper --corrected` computes for ``shape``: the Z3
+    answer (a Solution) and its RERANK best re-ranked by the correction, [(configuration,
+    fitted us, corrected us), ...]."""
+    from gemmperf.optimize import shortlist, solve
+    from gemmperf.optimize.shortlist import RERANK, reranked
+
+    sol = solve(shape, FAMILY, gpu, fitted, runner_up=False)
+    return sol, reranked(shortlist(sol, gpu, fitted, RERANK), sol.shape, fitted, corr)
+
+
 def plan(gpu_key: str = "h100") -> dict[str, list[dict]]:
     """Set -> its runs on GPUS[gpu_key]: per shape the answer, the shortlist of TOP, the
     CORRECTED_TOP first of the re-ranked RERANK, the TRANSFER_TOP first of the carried
     fit's shortlist where TRANSFER_FROM names a GPU ("transfer-1" its answer), and the
     SAMPLE; each configuration once, its ``kinds`` naming every list it is on
     ("fitted-1" is the answer, "corrected-1" --corrected's)."""
-    from model_ceiling import development
-
     from gemmperf.bench.sample import sample_configs
-    from gemmperf.fit.accuracy import fit_all
     from gemmperf.kernels import get_family
     from gemmperf.optimize import shortlist, solve
-    from gemmperf.optimize.shortlist import RERANK, reranked
 
-    dev, pset = development(GPUS[gpu_key], "bf16")
-    fitted, corr, _ = fit_all(dev, pset)
-    gpu = pset.gpu
+    gpu, fitted, corr = workflow_fit(gpu_key)
     source = TRANSFER_FROM.get(gpu_key)
     moved = carried_fit(source, gpu) if source else None
     out = {}
@@ -127,8 +144,7 @@ def plan(gpu_key: str = "h100") -> dict[str, list[dict]]:
         sampled = sample_configs(get_family(FAMILY), gpu, "bf16", shapes, SAMPLE + 1, SETS[name])
         out[name] = []
         for shape in shapes:
-            sol = solve(shape, FAMILY, gpu, fitted, runner_up=False)
-            ranked = reranked(shortlist(sol, gpu, fitted, RERANK), sol.shape, fitted, corr)
+            sol, ranked = answered(shape, gpu, fitted, corr)
             times = {c: (fit_us, corr_us) for c, fit_us, corr_us in ranked}
             kinds: dict = {}
             lists = [("answer", [sol.config]), ("fitted", [c for c, _ in shortlist(sol, gpu, fitted, TOP)]),
@@ -303,19 +319,13 @@ def rescored(shapes, runs: list[dict], ranked_of) -> list[str]:
 def rescore(gpu_key: str) -> list[str]:
     """Both sets' committed runs on GPUS[gpu_key] scored with the fit and correction this
     tree makes of the GPU's development rows, re-ranked as `optimize --corrected` does."""
-    from model_ceiling import development
     from probes import read_csv
 
-    from gemmperf.fit.accuracy import fit_all
-    from gemmperf.optimize import shortlist, solve
-    from gemmperf.optimize.shortlist import RERANK, reranked
-
-    dev, pset = development(GPUS[gpu_key], "bf16")
-    fitted, corr, _ = fit_all(dev, pset)
+    gpu, fitted, corr = workflow_fit(gpu_key)
 
     def ranked_of(shape):
-        sol = solve(shape, FAMILY, pset.gpu, fitted, runner_up=False)
-        return sol.config, reranked(shortlist(sol, pset.gpu, fitted, RERANK), sol.shape, fitted, corr)
+        sol, ranked = answered(shape, gpu, fitted, corr)
+        return sol.config, ranked
 
     out = []
     for name, shapes in fresh_shapes().items():
