@@ -131,6 +131,41 @@ def _use_src():
     sys.path.insert(0, str(ROOT / "src"))
 
 
+def development(gpu_key: str, dtype: str):
+    """(the development rows of ``gpu_key``'s shipped lists, ws-hopper, the sealed list left
+    out; the microbenchmarks' parameter set) as the protocol reads them."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    _use_src()
+    from accuracy_protocol import SEALED, measurement_files
+
+    from gemmperf import tables
+    from gemmperf.fit import protocol as P
+    from gemmperf.fit.microbench import fit_paramset
+    from gemmperf.hardware import load_gpu
+
+    gpu = load_gpu(ROOT / "results" / gpu_key / "shipped" / "hardware.json")
+    pset = fit_paramset(gpu, str(ROOT / "results" / gpu_key / "shipped" / "microbench.csv"), ["ws-hopper"], dtype)
+    files = measurement_files(gpu_key, dtype)
+    files.pop(SEALED, None)
+    return P.development({name: tables.read_measurements(path) for name, path in files.items()}), pset
+
+
+def fitted_folds(dev, pset):
+    """[(left-out list, training predictions, left-out predictions)]: the constants fitted
+    on the other lists, once per list, as the protocol does."""
+    from gemmperf.fit import constants as C
+    from gemmperf.fit import protocol as P
+    from gemmperf.fit.accuracy import single_thread_blas
+    from gemmperf.models import ws_pipelined as W
+
+    folds = []
+    with single_thread_blas():
+        for fold, train, test in P.folds(dev, "testlist"):
+            fitted, _ = C.fit_constants(dev[train], pset)
+            folds.append((fold, W.predict(dev[train], fitted), W.predict(dev[test], fitted)))
+    return folds
+
+
 def _score(task):
     """(variant, corrected predictions of every left-out list) for one variant."""
     import polars as pl
@@ -159,33 +194,18 @@ def main(argv=None) -> int:
     if unknown:
         print(f"--variants: unknown {', '.join(unknown)}; known: {', '.join(known)}", file=sys.stderr)
         return 2
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     _use_src()
     import polars as pl
-    from accuracy_protocol import SEALED, measurement_files
 
-    from gemmperf import tables
-    from gemmperf.fit import constants as C
     from gemmperf.fit import protocol as P
-    from gemmperf.fit.accuracy import available_cores, single_thread_blas
-    from gemmperf.fit.microbench import fit_paramset
-    from gemmperf.hardware import load_gpu
-    from gemmperf.models import ws_pipelined as W
+    from gemmperf.fit.accuracy import available_cores
 
-    gpu = load_gpu(ROOT / "results" / args.gpu / "shipped" / "hardware.json")
-    pset = fit_paramset(gpu, str(ROOT / "results" / args.gpu / "shipped" / "microbench.csv"), ["ws-hopper"],
-                        args.dtype)
-    files = measurement_files(args.gpu, args.dtype)
-    files.pop(SEALED, None)
-    dev = P.development({name: tables.read_measurements(path) for name, path in files.items()})
     start = time.monotonic()
-    folds = []
-    with single_thread_blas():
-        for fold, train, test in P.folds(dev, "testlist"):
-            fitted, _ = C.fit_constants(dev[train], pset)
-            folds.append((fold, W.predict(dev[train], fitted), W.predict(dev[test], fitted)))
+    dev, pset = development(args.gpu, args.dtype)
+    folds = fitted_folds(dev, pset)
+    sms = pset.gpu.sms
     print(f"{dev.height} development rows, constants fitted per left-out list in {time.monotonic() - start:.0f} s")
-    tasks = [(v, known[v], folds, gpu.sms) for v in args.variants.split(",")]
+    tasks = [(v, known[v], folds, sms) for v in args.variants.split(",")]
     jobs = min(args.jobs or available_cores(), len(tasks))
     if jobs <= 1:
         results = [_score(t) for t in tasks]
