@@ -18,17 +18,15 @@ its value at twice the shapes and its limit a. The sealed list is never read.
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from residual_sweep import _use_src, development, fitted_folds  # noqa: E402
+from residual_sweep import _use_src, development, fitted_folds, run_tasks  # noqa: E402
 
 DRAWS = ("shape", "row")
 
@@ -120,7 +118,6 @@ def main(argv=None) -> int:
     import polars as pl
 
     from gemmperf.fit import protocol as P
-    from gemmperf.fit.accuracy import available_cores
 
     start = time.monotonic()
     dev, pset = development(args.gpu, args.dtype)
@@ -132,12 +129,7 @@ def main(argv=None) -> int:
               f"{time.monotonic() - start:.0f} s")
     keys = [("shape", 1.0, 0)] + [(by, f, s) for by in draws for f in fractions for s in range(args.seeds)]
     tasks = [(key, folds, pset.gpu.sms, pset if args.refit else None) for key in keys]
-    jobs = min(args.jobs or available_cores(), len(tasks))
-    if jobs <= 1:
-        results = [_score(t) for t in tasks]
-    else:  # spawned workers (polars is not fork-safe); each imports gemmperf from src/
-        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_use_src) as ex:
-            results = list(ex.map(_score, tasks))
+    results = run_tasks(_score, tasks, args.jobs)
     scored = []
     for (by, fraction, seed), rows, preds in results:
         s = P.summary(preds, columns={"fitted": "fitted_us", "corrected": "corrected_us"}).filter(

@@ -166,6 +166,18 @@ def fitted_folds(dev, pset):
     return folds
 
 
+def run_tasks(score, tasks, jobs: int = 0) -> list:
+    """[score(task) for task in tasks], on ``jobs`` worker processes (0: every core)."""
+    from gemmperf.fit.accuracy import available_cores
+
+    jobs = min(jobs or available_cores(), len(tasks))
+    if jobs <= 1:
+        return [score(t) for t in tasks]
+    # spawned workers (polars is not fork-safe); each imports gemmperf from src/
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_use_src) as ex:
+        return list(ex.map(score, tasks))
+
+
 def _score(task):
     """(variant, corrected predictions of every left-out list) for one variant."""
     import polars as pl
@@ -198,7 +210,6 @@ def main(argv=None) -> int:
     import polars as pl
 
     from gemmperf.fit import protocol as P
-    from gemmperf.fit.accuracy import available_cores
 
     start = time.monotonic()
     dev, pset = development(args.gpu, args.dtype)
@@ -206,12 +217,7 @@ def main(argv=None) -> int:
     sms = pset.gpu.sms
     print(f"{dev.height} development rows, constants fitted per left-out list in {time.monotonic() - start:.0f} s")
     tasks = [(v, known[v], folds, sms) for v in args.variants.split(",")]
-    jobs = min(args.jobs or available_cores(), len(tasks))
-    if jobs <= 1:
-        results = [_score(t) for t in tasks]
-    else:  # spawned workers (polars is not fork-safe); each imports gemmperf from src/
-        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_use_src) as ex:
-            results = list(ex.map(_score, tasks))
+    results = run_tasks(_score, tasks, args.jobs)
     print("\n| correction | MAPE % | p95 % | Spearman | regret % |\n| --- | --- | --- | --- | --- |")
     for i, (name, preds) in enumerate(results):
         columns = {"ws-pipelined+fit": "fitted_us", name: "corrected_us"}
