@@ -38,12 +38,18 @@ the whole space (20,616 configurations): a regret here is a lower bound.
         [--shard i/n]
     python benchmarks/optimizer_picks.py --summary run.csv
     python benchmarks/optimizer_picks.py --rescore [h100|h200]
+    python benchmarks/optimizer_picks.py --plan-picks [h100|h200]
+    PYTHONPATH=src:benchmarks python3 benchmarks/optimizer_picks.py --set dev-picks [--gpu h200] [--out run.csv]
 
 ``--rescore`` (development machine, no GPU) scores the committed runs with this tree's fit
 and correction: what `optimize --corrected` now answers for each fresh shape, where that
 run was timed, and the answer's corrected time against its measured time. A model or
 correction changed after the runs is scored on the answers without new GPU time (a pick
-that was never timed is counted, not guessed).
+that was never timed is counted, not guessed). ``--plan-picks`` does the same and writes,
+per set, the plan "<set>-picks" of the picks no run timed, each beside its shape's
+fastest timed configuration; its GPU run (committed as run_<gpu>_<set>-picks.csv) is
+what ``--rescore`` then scores those picks by, against the faster of the pair timed
+together (clocks move between sessions).
 """
 
 from __future__ import annotations
@@ -290,14 +296,17 @@ def summary(rows: list[dict]) -> list[str]:
     return out
 
 
-def rescored(shapes, runs: list[dict], ranked_of) -> list[str]:
+def rescored(shapes, runs: list[dict], ranked_of, retimed: list[dict] = ()) -> list[str]:
     """One set's runs (the run CSV's rows) scored by another ranking: ``ranked_of(shape)``
     gives (the answer's configuration, [(configuration, fitted us, corrected us), ...]
     in the re-ranked order, the answer among them). Lines: the answer's corrected time
     against its measured time (absolute error %), and the re-ranked first's regret %
-    against the fastest timed for its shape where that run was timed."""
+    against the fastest timed for its shape where that run was timed; a first the runs
+    did not time is scored from ``retimed`` (a ``--plan-picks`` run: it timed beside the
+    shape's fastest run, its regret against the faster of the two), else counted."""
     timed = {(r["shape"], r["config"]): float(r["time_us"]) for r in runs if r["status"] == "ok"}
-    error, regret, untimed = [], [], 0
+    again = {(r["shape"], r["config"], r["kinds"]): float(r["time_us"]) for r in retimed if r["status"] == "ok"}
+    error, regret, late, untimed = [], [], 0, 0
     for shape in shapes:
         name = f"{shape.m}x{shape.n}x{shape.k}"
         best = min(t for (s, _), t in timed.items() if s == name)
@@ -306,20 +315,55 @@ def rescored(shapes, runs: list[dict], ranked_of) -> list[str]:
         if (name, answer.key()) in timed:
             error.append(abs(corrected[answer] / timed[name, answer.key()] - 1.0) * 100.0)
         pick = (name, ranked[0][0].key())
+        pair = [t for (s, c, kinds), t in again.items() if s == name and (c == pick[1] or kinds == "best-timed")]
         if pick in timed:
             regret.append((timed[pick] / best - 1.0) * 100.0)
+        elif (name, pick[1], "corrected-1") in again and len(pair) == 2:
+            regret.append((again[name, pick[1], "corrected-1"] / min(pair) - 1.0) * 100.0)
+            late += 1
         else:
             untimed += 1
     stats = lambda v: _stats(v) if v else "none"  # noqa: E731
     return [f"  the answer's corrected time, absolute error % ({len(error)} shapes)  {stats(error)}",
-            f"  --corrected's pick, regret % ({len(regret)} shapes timed, {untimed} not)  {stats(regret)}  "
-            f"within 1%: {sum(x <= 1.0 for x in regret)}/{len(regret)}"]
+            f"  --corrected's pick, regret % ({len(regret)} shapes timed, {late} of them beside the fastest run "
+            f"later, {untimed} not)  {stats(regret)}  within 1%: {sum(x <= 1.0 for x in regret)}/{len(regret)}"]
 
 
-def rescore(gpu_key: str) -> list[str]:
+def untimed_picks(shapes, runs: list[dict], plan_rows: list[dict], ranked_of) -> list[dict]:
+    """Plan rows to time the re-ranked firsts (``ranked_of`` as ``rescored`` takes it) that
+    the runs of a set did not time, each beside its shape's fastest timed run (whose
+    configuration ``plan_rows``, the set's plan, holds): kinds "corrected-1" and
+    "best-timed", with the fitted and corrected predictions."""
+    ok = [r for r in runs if r["status"] == "ok"]
+    timed = {(r["shape"], r["config"]) for r in ok}
+    out = []
+    for shape in shapes:
+        name = f"{shape.m}x{shape.n}x{shape.k}"
+        pick, fitted_us, corrected_us = ranked_of(shape)[1][0]
+        if (name, pick.key()) in timed:
+            continue
+        fastest = min((r for r in ok if r["shape"] == name), key=lambda r: float(r["time_us"]))
+        row = next(t for t in plan_rows if (t["m"], t["n"], t["k"]) == (shape.m, shape.n, shape.k)
+                   and label(t)["config"] == fastest["config"])
+        out.append({"m": shape.m, "n": shape.n, "k": shape.k, "kinds": "corrected-1", "fitted_us": round(fitted_us, 4),
+                    "corrected_us": round(corrected_us, 4), **{f: getattr(pick, f) for f in CONFIG}})
+        out.append({**{c: row[c] for c in ("m", "n", "k", "fitted_us", "corrected_us")}, "kinds": "best-timed",
+                    **{f: row[f] for f in CONFIG}})
+    return out
+
+
+def picks_name(name: str) -> str:
+    """The set whose runs time set ``name``'s untimed re-ranked firsts (``--plan-picks``)."""
+    return f"{name}-picks"
+
+
+def rescore(gpu_key: str, plan_untimed: bool = False) -> list[str]:
     """Both sets' committed runs on GPUS[gpu_key] scored with the fit and correction this
-    tree makes of the GPU's development rows, re-ranked as `optimize --corrected` does."""
-    from probes import read_csv
+    tree makes of the GPU's development rows, re-ranked as `optimize --corrected` does,
+    with the re-timed firsts of ``picks_name(set)``'s run where one is committed. With
+    ``plan_untimed``: also write ``picks_name(set)``'s plan of the firsts still untimed,
+    where no run of that name is committed (a committed run keeps the plan it ran)."""
+    from probes import read_csv, write_csv
 
     gpu, fitted, corr = workflow_fit(gpu_key)
 
@@ -330,7 +374,15 @@ def rescore(gpu_key: str) -> list[str]:
     out = []
     for name, shapes in fresh_shapes().items():
         runs = read_csv(RESULTS / f"run_{gpu_key}_{name}.csv")
-        out += [f"{gpu_key} {name}:", *rescored(shapes, runs, ranked_of)]
+        later = RESULTS / f"run_{gpu_key}_{picks_name(name)}.csv"
+        retimed = read_csv(later) if later.is_file() else []
+        out += [f"{gpu_key} {name}:", *rescored(shapes, runs, ranked_of, retimed)]
+        if plan_untimed and later.is_file():  # its plan is the record of those runs
+            out.append(f"  {later.name} exists: its plan kept (move both aside to plan again)")
+        elif plan_untimed:
+            rows = untimed_picks(shapes, runs, read_plan(plan_path(name, gpu_key)), ranked_of)
+            write_csv(plan_path(picks_name(name), gpu_key), rows)
+            out.append(f"  {plan_path(picks_name(name), gpu_key)}: {len(rows) // 2} firsts to time")
     return out
 
 
@@ -349,12 +401,12 @@ def main(argv=None) -> int:
             print(f"{plan_path(name, gpu_key)}: {len(runs)} runs over "
                   f"{len({(r['m'], r['n'], r['k']) for r in runs})} shapes")
         return 0
-    if argv[:1] == ["--rescore"]:
+    if argv[:1] in (["--rescore"], ["--plan-picks"]):
         sys.path.insert(0, str(ROOT / "src"))
         gpu_key = argv[1] if len(argv) > 1 else "h100"
         if gpu_key not in GPUS:
-            raise SystemExit(f"--rescore {gpu_key}: expected one of {', '.join(GPUS)}")
-        print("\n".join(rescore(gpu_key)))
+            raise SystemExit(f"{argv[0]} {gpu_key}: expected one of {', '.join(GPUS)}")
+        print("\n".join(rescore(gpu_key, plan_untimed=argv[0] == "--plan-picks")))
         return 0
     if argv[:1] == ["--summary"]:
         from probes import read_csv

@@ -123,6 +123,67 @@ def test_rescoring_with_the_plans_own_ranking_gives_the_summarys_figures(gpu, na
     summary = (RESULTS / f"summary_{gpu}_{name}.txt").read_text().splitlines()
     answer = next(line for line in summary if line.strip().startswith("answer, corrected"))
     assert lines[0].endswith(answer.split("answer, corrected")[1].strip())
-    assert lines[1].endswith(f"within 1%: {corrected}") and "(40 shapes timed, 0 not)" in lines[1]
+    assert lines[1].endswith(f"within 1%: {corrected}") and "(40 shapes timed, 0 of them" in lines[1]
     untimed = script.rescored(shapes[:3], runs, lambda s: ranked_of(s, drop_first=True))
-    assert "(0 shapes timed, 3 not)" in untimed[1]
+    assert "(0 shapes timed, 0 of them beside the fastest run later, 3 not)" in untimed[1]
+
+
+def test_untimed_picks_are_planned_beside_the_fastest_run_and_scored_from_their_run():
+    """--plan-picks plans each re-ranked first no run timed beside its shape's fastest timed
+    configuration (legal runs, predictions carried); --rescore scores such a first from
+    that later run, against the faster of the pair, and counts it while either failed."""
+    from gemmperf.problem import KernelConfig
+
+    script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
+    plan = script.read_plan(script.plan_path("dev", "h100"))
+    with open(RESULTS / "run_h100_dev.csv") as f:
+        runs = list(csv.DictReader(f))
+    config = lambda t: KernelConfig(**{f: t[f] for f in script.CONFIG})  # noqa: E731
+    shapes = script.fresh_shapes()["dev"][:4]
+
+    def ranked_of(shape):  # shapes 0-2: a first no run timed; shape 3: its answer, timed
+        rows = [t for t in plan if (t["m"], t["n"], t["k"]) == (shape.m, shape.n, shape.k)]
+        answer = config(next(t for t in rows if "answer" in t["kinds"].split()))
+        ranked = [(answer, 1.0, 2.0)]
+        if shape != shapes[3]:
+            ranked.insert(0, (KernelConfig(**{**answer.__dict__, "stages": 2, "raster": "row"}), 3.0, 4.0))
+        return answer, ranked
+
+    rows = script.untimed_picks(shapes, runs, plan, ranked_of)
+    assert [r["kinds"] for r in rows] == ["corrected-1", "best-timed"] * 3
+    assert not refused(rows, get_gpu("h100-sxm5-80gb"))
+    for pick, best, shape in zip(rows[::2], rows[1::2], shapes):
+        name = f"{shape.m}x{shape.n}x{shape.k}"
+        fastest = min((r for r in runs if r["shape"] == name and r["status"] == "ok"), key=lambda r: float(r["time_us"]))
+        assert script.label(best)["config"] == fastest["config"] and (pick["fitted_us"], pick["corrected_us"]) == (3, 4)
+        assert script.label(pick)["config"] == ranked_of(shape)[1][0][0].key()
+    retimed = [{**script.label(r), "shape": f"{r['m']}x{r['n']}x{r['k']}", "status": "ok",
+                "time_us": str(t)} for r, t in zip(rows, [10.05, 10.0, 9.0, 10.0, 12.0, 10.0])]
+    retimed[-1]["status"] = "wrong"  # shape 2's fastest failed this time: its first stays untimed
+    lines = script.rescored(shapes, runs, ranked_of, retimed)
+    assert "(3 shapes timed, 2 of them beside the fastest run later, 1 not)" in lines[1]
+    # regrets 0.5 (10.05 against 10.0), 0 (9.0, faster than the fastest) and shape 3's answer's
+    name = f"{shapes[3].m}x{shapes[3].n}x{shapes[3].k}"
+    own = {r["config"]: float(r["time_us"]) for r in runs if r["shape"] == name and r["status"] == "ok"}
+    third = (own[ranked_of(shapes[3])[0].key()] / min(own.values()) - 1.0) * 100.0
+    assert f"mean {(0.5 + 0.0 + third) / 3:5.2f}" in lines[1]
+    assert lines[1].endswith(f"within 1%: {2 + (third <= 1.0)}/3")
+    assert script.rescored(shapes, runs, ranked_of)[1].count("0 of them beside the fastest run later, 3 not") == 1
+
+
+@pytest.mark.parametrize("gpu, name, pairs", [("h100", "dev", 2), ("h100", "heldout", 4), ("h200", "dev", 6),
+                                              ("h200", "heldout", 4)])
+def test_the_re_timed_picks_read_back(gpu, name, pairs):
+    """The lent GPUs' runs of --plan-picks' plans (step 22's re-ranked firsts that the
+    set's runs had not timed, each beside its shape's fastest timed run): every run of the
+    plan, in its order, verified; the shapes are the set's."""
+    script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
+    plan = script.read_plan(script.plan_path(script.picks_name(name), gpu))
+    with open(RESULTS / f"run_{gpu}_{script.picks_name(name)}.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["kinds"] for r in rows] == ["corrected-1", "best-timed"] * pairs
+    assert [(r["shape"], r["config"]) for r in rows] == [(f"{t['m']}x{t['n']}x{t['k']}", script.label(t)["config"])
+                                                         for t in plan]
+    assert all(r["status"] == "ok" for r in rows)
+    fresh = {f"{s.m}x{s.n}x{s.k}" for s in script.fresh_shapes()[name]}
+    assert {r["shape"] for r in rows} <= fresh
