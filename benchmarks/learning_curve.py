@@ -26,7 +26,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from residual_sweep import _use_src, development, fitted_folds, run_tasks  # noqa: E402
+from residual_sweep import use_src, development, fitted_folds, run_tasks  # noqa: E402
 
 DRAWS = ("shape", "row")
 
@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     if any(d not in DRAWS for d in draws):
         print(f"--by: {args.by!r}; known: {', '.join(DRAWS)}", file=sys.stderr)
         return 2
-    _use_src()
+    use_src()
     import polars as pl
 
     from gemmperf.fit import protocol as P

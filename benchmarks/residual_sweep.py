@@ -127,7 +127,8 @@ def features_of(name: str):
         residual.feature_exprs = shipped
 
 
-def _use_src():
+def use_src():
+    """gemmperf imported from this tree's src/ (in this process, or a spawned worker's)."""
     sys.path.insert(0, str(ROOT / "src"))
 
 
@@ -135,7 +136,7 @@ def development(gpu_key: str, dtype: str):
     """(the development rows of ``gpu_key``'s shipped lists, ws-hopper, the sealed list left
     out; the microbenchmarks' parameter set) as the protocol reads them."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    _use_src()
+    use_src()
     from accuracy_protocol import SEALED, measurement_files
 
     from gemmperf import tables
@@ -174,7 +175,7 @@ def run_tasks(score, tasks, jobs: int = 0) -> list:
     if jobs <= 1:
         return [score(t) for t in tasks]
     # spawned workers (polars is not fork-safe); each imports gemmperf from src/
-    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=_use_src) as ex:
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn"), initializer=use_src) as ex:
         return list(ex.map(score, tasks))
 
 
@@ -206,7 +207,7 @@ def main(argv=None) -> int:
     if unknown:
         print(f"--variants: unknown {', '.join(unknown)}; known: {', '.join(known)}", file=sys.stderr)
         return 2
-    _use_src()
+    use_src()
     import polars as pl
 
     from gemmperf.fit import protocol as P
