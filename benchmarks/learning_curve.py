@@ -26,7 +26,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from residual_sweep import use_src, development, fitted_folds, run_tasks  # noqa: E402
+from model_ceiling import development  # noqa: E402
+from residual_sweep import fitted_folds, run_tasks, use_src  # noqa: E402
 
 DRAWS = ("shape", "row")
 

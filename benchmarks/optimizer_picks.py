@@ -305,7 +305,9 @@ def rescored(shapes, runs: list[dict], ranked_of, retimed: list[dict] = ()) -> l
     did not time is scored from ``retimed`` (a ``--plan-picks`` run: it timed beside the
     shape's fastest run, its regret against the faster of the two), else counted."""
     timed = {(r["shape"], r["config"]): float(r["time_us"]) for r in runs if r["status"] == "ok"}
-    again = {(r["shape"], r["config"], r["kinds"]): float(r["time_us"]) for r in retimed if r["status"] == "ok"}
+    again = {(r["shape"], r["config"]): float(r["time_us"]) for r in retimed
+             if r["status"] == "ok" and r["kinds"] == "corrected-1"}
+    beside = {r["shape"]: float(r["time_us"]) for r in retimed if r["status"] == "ok" and r["kinds"] == "best-timed"}
     error, regret, late, untimed = [], [], 0, 0
     for shape in shapes:
         name = f"{shape.m}x{shape.n}x{shape.k}"
@@ -315,11 +317,10 @@ def rescored(shapes, runs: list[dict], ranked_of, retimed: list[dict] = ()) -> l
         if (name, answer.key()) in timed:
             error.append(abs(corrected[answer] / timed[name, answer.key()] - 1.0) * 100.0)
         pick = (name, ranked[0][0].key())
-        pair = [t for (s, c, kinds), t in again.items() if s == name and (c == pick[1] or kinds == "best-timed")]
         if pick in timed:
             regret.append((timed[pick] / best - 1.0) * 100.0)
-        elif (name, pick[1], "corrected-1") in again and len(pair) == 2:
-            regret.append((again[name, pick[1], "corrected-1"] / min(pair) - 1.0) * 100.0)
+        elif pick in again and name in beside:
+            regret.append((again[pick] / min(again[pick], beside[name]) - 1.0) * 100.0)
             late += 1
         else:
             untimed += 1

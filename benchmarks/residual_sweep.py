@@ -132,25 +132,6 @@ def use_src():
     sys.path.insert(0, str(ROOT / "src"))
 
 
-def development(gpu_key: str, dtype: str):
-    """(the development rows of ``gpu_key``'s shipped lists, ws-hopper, the sealed list left
-    out; the microbenchmarks' parameter set) as the protocol reads them."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    use_src()
-    from accuracy_protocol import SEALED, measurement_files
-
-    from gemmperf import tables
-    from gemmperf.fit import protocol as P
-    from gemmperf.fit.microbench import fit_paramset
-    from gemmperf.hardware import load_gpu
-
-    gpu = load_gpu(ROOT / "results" / gpu_key / "shipped" / "hardware.json")
-    pset = fit_paramset(gpu, str(ROOT / "results" / gpu_key / "shipped" / "microbench.csv"), ["ws-hopper"], dtype)
-    files = measurement_files(gpu_key, dtype)
-    files.pop(SEALED, None)
-    return P.development({name: tables.read_measurements(path) for name, path in files.items()}), pset
-
-
 def fitted_folds(dev, pset):
     """[(left-out list, training predictions, left-out predictions)]: the constants fitted
     on the other lists, once per list, as the protocol does."""
@@ -208,7 +189,9 @@ def main(argv=None) -> int:
         print(f"--variants: unknown {', '.join(unknown)}; known: {', '.join(known)}", file=sys.stderr)
         return 2
     use_src()
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     import polars as pl
+    from model_ceiling import development
 
     from gemmperf.fit import protocol as P
 
