@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,6 +17,7 @@ from gemmperf.fit import constants as C
 from gemmperf.hardware import CATALOG
 from gemmperf.models import MODELS, predict
 from gemmperf.models import ws_pipelined as W
+from gemmperf.models.ws_pipelined import effects as E
 from gemmperf.params import ParamSet, default_params
 from gemmperf.problem import KernelConfig
 
@@ -141,14 +143,22 @@ def test_row_alignment_slows_misaligned_pitch_only():
 
 
 def test_row_alignment_costs_the_shared_l2_not_one_sms_tma_path():
-    # split rows are extra L2 requests: a full wave of 132 CTAs pays for them, a lone CTA
-    # (bound by its own TMA path, not the L2) does not (1000^3 with 64 tiles was 1.4x too slow)
+    # split rows are extra L2 requests: a full wave of 132 CTAs pays for them in its L2
+    # term, a lone CTA (bound by its own TMA path, not the L2) does not (1000^3 with 64
+    # tiles was 1.4x too slow when they capped one SM's transfer); since step 23 its
+    # ring's round trip waits for its SM to issue them (split_row_latency), no more
     costly = C.with_values(PS, "ws-hopper", "bf16", {"line_split_cost": 3.0, "sector_split_cost": 3.0})
     lone = rows(m=[128], n=[128], k=[3000], tile_m=[128], tile_n=[128])
     wave = rows(m=[128 * 12], n=[128 * 11], k=[3000], tile_m=[128], tile_n=[128])
-    t = lambda df, ps: W.predict(df, ps).get_column("predicted_us")[0]  # noqa: E731
-    assert t(lone, costly) == pytest.approx(t(lone, PS))
-    assert t(wave, costly) > 1.2 * t(wave, PS)
+    t = lambda df, ps, **on: W.predict(df, ps, **on).get_column("predicted_us")[0]  # noqa: E731
+    assert t(lone, costly, split_row_latency=False) == pytest.approx(t(lone, PS, split_row_latency=False))
+    assert t(wave, costly, split_row_latency=False) > 1.2 * t(wave, PS, split_row_latency=False)
+    k = W.constants_for(costly, "ws-hopper", "bf16")
+    lines = E.line_factor(3000, 2, k.line_split_cost, k.sector_split_cost)
+    lat_s = 2 * 128 * 64 * 2 * (lines - 1) / k.sm_load_bytes_per_us  # a slot: 128-row A and B boxes
+    periods = math.ceil(3000 / 64) - 1
+    extra = t(lone, costly) - t(lone, costly, split_row_latency=False)
+    assert 0 < extra <= periods * lat_s / 4 + 1e-9  # 4 stages, the p-norm at most all of it
 
 
 def test_direct_epilogue_is_bound_by_the_wave_as_well_as_the_sm():
@@ -569,6 +579,29 @@ def test_a_slots_round_trip_waits_behind_the_slots_in_flight():
         more = on["stage_period_us"][i] - off["stage_period_us"][i]
         assert 0.5 * lat_q / 4 < more <= lat_q / 4 + 1e-12
     assert on["stage_period_us"][2] > on["stage_period_us"][1] >= on["stage_period_us"][0]
+
+
+def test_split_rows_lengthen_a_slots_round_trip():
+    """split_row_latency: a pitch off the 32-byte sector (K = 3000: 6000 bytes a row) adds
+    lat_s = slot bytes * (lines - 1) / sm_load_bytes_per_us to the round trip of a
+    latency-bound ring: one CTA's whole boxes, in a 2x1 cluster its A box and half the B box;
+    an aligned pitch (K = 3072) and the effect off leave every prediction as before."""
+    c = W.default_constants(GPU)
+    row = dict(m=128, n=64 * 8, tile_m=128, tile_n=64, stages=4, persistent=True, raster="row")
+    df = pl.concat([_decode(k=3000, **row), _decode(k=3072, **row), _decode(k=3000, cluster_m=2, **{**row, "m": 256})])
+    on, off = W.predict(df, PS), W.predict(df, PS, split_row_latency=False)
+    lines = E.line_factor(3000, 2, c.line_split_cost, c.sector_split_cost)
+    assert lines > 1.5  # 6000 = 16 mod 32: off its line and its sector
+    # the 2x1 cluster's CTAs wait for the slower of two (cluster_lockstep: 1 + 0.56 sigma)
+    lockstep = (1.0, 1.0 + 0.56 * c.cluster_jitter)
+    for i, slot, factor in ((0, (128 + 64) * 64 * 2, lockstep[0]), (2, (128 + 64 // 2) * 64 * 2, lockstep[1])):
+        lat_s = slot * (lines - 1) / c.sm_load_bytes_per_us
+        assert on["limiter"][i] == off["limiter"][i] == "latency"
+        assert on["fill_us"][i] == off["fill_us"][i]
+        # a p-norm of the period's terms: at least most of lat_s / B a k-block, at most all
+        more = on["stage_period_us"][i] - off["stage_period_us"][i]
+        assert 0.5 * lat_s / 4 < more <= factor * lat_s / 4 + 1e-9
+    assert on.row(1) == off.row(1)
 
 
 def test_k_sharing_switches_leave_every_other_row_bit_for_bit():

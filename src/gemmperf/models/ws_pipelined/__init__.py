@@ -83,13 +83,16 @@ assumption so its contribution shows):
 - ``ring_queue``: a ring slot's round trip waits behind the ring slots in flight on the
   GPU (each CTA of the wave keeps B slots of its A and B boxes in flight), so a
   latency-bound ring slows as the wave's CTAs and its depth grow.
+- ``split_row_latency``: a slot's boxes pass through its SM's TMA path, which issues the
+  extra requests of rows off their line and sector (``row_alignment``) before the slot
+  is full, so a misaligned pitch lengthens a slot's round trip, not only the L2's work.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and
-Pk(a) = max(Tc, x, z_mc, (lat_ring + lat_oob + lat_q + x + Tc)/B) the steady period (a
-p-norm with ``ring_jitter``; lat_oob the zero fill's latency, ``boundary_fill``; lat_q the
-queue of slots in flight, ``ring_queue``; z_mc the wholly out-of-bounds multicast slices,
-``oob_multicast``):
+Pk(a) = max(Tc, x, z_mc, (lat_ring + lat_oob + lat_q + lat_s + x + Tc)/B) the steady
+period (a p-norm with ``ring_jitter``; lat_oob the zero fill's latency, ``boundary_fill``;
+lat_q the queue of slots in flight, ``ring_queue``; lat_s the split rows' extra requests,
+``split_row_latency``; z_mc the wholly out-of-bounds multicast slices, ``oob_multicast``):
     fill(a) = load_latency_us + lat_oob(a) + z_mc(a) + x(a),   Lk(a) = (S - 1)*Pk(a) + Tc
     E(a)    = the epilogue (compose.epilogue) + split-K's fix-up F_split(a) (0 otherwise)
 Whole kernel, W = F + [R > 0] waves of work items (F full waves with a = P, then R CTAs;

@@ -135,8 +135,9 @@ def smem_limit(x: Inputs, t_math, t_smem):
 def latency_term(x: Inputs, t_load, t_c, lat_wait):
     """(lat_ring + lat_wait + x + Tc) / B: a ring buffer's cycle (load latency, transfer,
     multiply) shared by the B buffers that rotate through it; ``lat_wait``: what the round
-    trip waits beyond lat_ring, the zero fill's latency lat_oob (``boundary_fill``) plus the
-    queue of slots in flight lat_q (``ring_queue``)."""
+    trip waits beyond lat_ring, the zero fill's latency lat_oob (``boundary_fill``), the
+    queue of slots in flight lat_q (``ring_queue``) and the split rows' extra requests
+    lat_s (``split_row_latency``)."""
     return (ring_latency(x) + lat_wait + t_load + t_c) / x.stages
 
 
@@ -155,12 +156,30 @@ def ring_queue(x: Inputs, a, slot_bytes):
     return x.c.ring_queue_us_per_mb * a * x.stages * slot_bytes / 1e6
 
 
+def split_row_latency(x: Inputs, slot_bytes):
+    """Time lat_s that the split rows' extra requests add to a ring slot's round trip
+    (``split_row_latency``). A box row off its 128-byte line or 32-byte sector is more
+    than one L2 request (``row_alignment``'s factor ``lines``), and one SM's TMA path
+    issues every request of the slot's A and B boxes before the slot is full, so with the
+    aligned requests moving at ``sm_load_bytes_per_us`` (``sm_load_cap``) the extra ones
+    take
+        lat_s = slot_bytes * (lines - 1) / sm_load_bytes_per_us
+    in the period's latency term (the L2's share of the same requests stays in the
+    wave's L2 term, ``bandwidth_sharing``). Development rows with a pitch 16 bytes off
+    the sector (K not a multiple of 8, 1232 rows) ran 0.97x their prediction, latency-
+    bound 1x1 clusters 0.89x (whose CTAs issue whole boxes: multicast splits them).
+    No constant of its own. Off (or an aligned pitch): 0."""
+    if not x.on.split_row_latency:
+        return np.zeros(x.shape)
+    return slot_bytes * (row_alignment(x) - 1.0) / x.c.sm_load_bytes_per_us
+
+
 def pipelining(x: Inputs, t_load, t_c, lat_wait, z_mc):
     """(K loop of one tile after its fill, steady period) with the loop pipelined through the ring.
 
     The steady period is the ring's cycle mean, the slowest of its terms
         Pk = max(Tc, x, z_mc, (lat_ring + lat_wait + x + Tc) / B)
-    (lat_wait = lat_oob + lat_q, see ``latency_term``; z_mc = ``oob_multicast``'s term)
+    (lat_wait = lat_oob + lat_q + lat_s, see ``latency_term``; z_mc = ``oob_multicast``'s term)
     taken softly where ``ring_jitter`` is on (times ``cluster_lockstep``'s factor), and the
     loop after the fill takes (S - 1)*Pk + Tc.
     Off: the whole K extent is one block (gemm-model): max(S*x, S*Tc) - x after the fill."""

@@ -43,6 +43,7 @@ class Switches:
     multicast_reads: bool = True
     stream_k_lookup: bool = True
     ring_queue: bool = True
+    split_row_latency: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
