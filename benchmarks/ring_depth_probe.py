@@ -36,15 +36,22 @@ at every depth: the bytes a CTA's slots bring in a microsecond grow with the slo
 flight until one SM's rate from memory caps them (the fitted ``sm_load_bytes_per_us``).
 With ``--ctas`` it times the round trip against the load on the memory system instead:
 128x64, 128x128 and 64x128 tiles (1x1, cooperative) at 2, 3 and 4 stages, with 1, 2, 4,
-8, 16, 32, 64 and 132 CTAs of one tile row. A GPU-side script: numpy + cuda-python only. With
-``--predict probe.csv`` and the run's selection flags (no GPU; polars) it reads a run back
-and prints the fitted model's time over the measured one for each full-mode run
-(ws-pipelined fitted on every development row, model_ceiling.py), the stages across.
+8, 16, 32, 64 and 132 CTAs of one tile row. With ``--pitch`` it times the rows on and off
+their 32-byte sector: 128x64 and 128x128 tiles, 1x1 and 2x1 clusters, 2 to 4 stages, 2 to
+132 CTAs, each at K = 8192 (a 16384-byte row pitch) and K = 8184 (16368 bytes, 16 off the
+sector; the same 128 k-blocks, the last 56 wide): whether a ring slot's round trip waits
+for its SM to issue the split rows' extra requests (``split_row_latency``, issue 17's step
+23). A GPU-side script: numpy + cuda-python only. With ``--predict probe.csv`` and the
+run's selection flags (no GPU; polars) it reads a run back and prints the fitted model's
+time over the measured one for each full-mode run (ws-pipelined fitted on every
+development row, model_ceiling.py), the stages across; with ``--pitch``, each ring's time
+at K = 8184 over its time at K = 8192, measured and as the model predicts it with and
+without ``split_row_latency``.
 
     PYTHONPATH=src python3 benchmarks/ring_depth_probe.py [--out probe.csv]
-        [--schedules | --wide | --ctas | --boxes | --columns | --release | --rate] [--modes]
+        [--schedules | --wide | --ctas | --boxes | --columns | --release | --rate | --pitch] [--modes]
     python benchmarks/ring_depth_probe.py --predict probe.csv
-        [--schedules | --wide | --ctas | --boxes | --columns | --release] [--modes]
+        [--schedules | --wide | --ctas | --boxes | --columns | --release | --pitch] [--modes]
 """
 
 from __future__ import annotations
@@ -68,6 +75,7 @@ SHALLOW = (2, 3, 4)  # --ctas, --boxes, --columns, --release
 RELEASE_TILES = WIDE_TILES + ((128, 128),)  # --release: the wide tiles and a fast ring beside them
 RATE_TILES = ((128, 64), (128, 128), (128, 256), (256, 128))  # --rate: one SM's load rate
 PANELS = ("row", "column")  # --columns: the CTAs' tiles in one tile row, then in one tile column
+PITCH_KS = (K, K - 8)  # --pitch: rows on their sector, then 16 bytes off it (the same k-blocks)
 # WsHopper's probe knobs as the kernels were measured; --boxes and --release time each run
 # as measured, then with one knob turned
 AS_MEASURED = {"box_limit": 256, "release_first": False}
@@ -77,7 +85,7 @@ COOPERATIVE = (((1, 1), "cooperative"),)
 @dataclass(frozen=True)
 class Selection:
     """One selection's runs: ``variants`` x ``panels`` x ``tiles`` x ``ctas`` x ``kinds``
-    (cluster, schedule) x ``depths`` x modes, in that order. ``modes``: the modes every run
+    (cluster, schedule) x ``depths`` x ``ks`` x modes, in that order. ``modes``: the modes every run
     takes (None: full, or MODES with --modes); ``variants``: the WsHopper knobs turned
     (over AS_MEASURED); ``panels``: the CTAs' tiles in one tile row or one tile column;
     ``label``: the task key that tells the runs apart, its CSV column."""
@@ -89,6 +97,7 @@ class Selection:
     modes: tuple | None = None
     variants: tuple = ({},)
     panels: tuple = PANELS[:1]
+    ks: tuple = (K,)
     label: tuple = ()  # (task key, CSV column)
 
 
@@ -104,6 +113,8 @@ SELECTIONS = {
     "release": Selection(RELEASE_TILES, depths=SHALLOW, variants=({}, {"release_first": True}),
                          label=("release_first", "release")),
     "rate": Selection(RATE_TILES, ctas=(1, 8), modes=("load-only",)),
+    "pitch": Selection(CTA_TILES[:2], ctas=(2, 8, 32, 132), kinds=(((1, 1), "cooperative"), ((2, 1), "cooperative")),
+                       depths=SHALLOW, ks=PITCH_KS, label=("k", "k")),
 }
 FLAGS = {"schedules": "the rings of clusters and ping-pong consumers",
          "wide": "tiles of 256 rows or columns, both schedules",
@@ -111,7 +122,8 @@ FLAGS = {"schedules": "the rings of clusters and ping-pong consumers",
          "boxes": "the wide tiles' 256-row slices as one TMA box, then two",
          "columns": "the wide tiles' rings in one tile row, then one tile column",
          "release": "the rings with each slot freed before the next issue",
-         "rate": "one SM's load rate: load-only rings of 1 and 8 CTAs, every depth"}
+         "rate": "one SM's load rate: load-only rings of 1 and 8 CTAs, every depth",
+         "pitch": "rows on and off their 32-byte sector (K = 8192 and 8184), 1x1 and 2x1 clusters"}
 
 
 def selected(flags: dict) -> str:
@@ -148,9 +160,10 @@ def tasks(modes: bool = False, **flags) -> list[dict]:
                         if check_legal(cfg, gpu) is None:  # a row: cm tile rows, ctas / cm tile columns
                             m, n = ((cm * tile_m, n_ctas // cm * tile_n) if panel == "row" else
                                     (n_ctas // cn * tile_m, cn * tile_n))
-                            for mode in sel.modes or (MODES if modes else ("full",)):
-                                out.append({"m": m, "n": n, "k": K, **{**cfg.as_dict(), "mode": mode},
-                                            **knobs, "panel": panel})
+                            for k in sel.ks:
+                                for mode in sel.modes or (MODES if modes else ("full",)):
+                                    out.append({"m": m, "n": n, "k": k, **{**cfg.as_dict(), "mode": mode},
+                                                **knobs, "panel": panel})
     return out
 
 
@@ -169,7 +182,7 @@ def label(task: dict, named: bool, selection: str = "") -> dict:
             "stages": task["stages"]}
 
 
-NAMES = ("tile", "ctas", "cluster", "schedule", "box", "panel", "release")  # a --predict line's name
+NAMES = ("tile", "ctas", "cluster", "schedule", "box", "panel", "release", "k")  # a --predict line's name
 
 
 def predict(path, **flags) -> list[str]:
@@ -183,10 +196,13 @@ def predict(path, **flags) -> list[str]:
         runs = read_csv(path)
     except OSError as err:
         raise SystemExit(f"{path}: {err.strerror}") from None
-    if len(runs) != len(todo) or any((int(r["m"]), int(r["n"]), int(r["stages"])) != (t["m"], t["n"], t["stages"])
-                                     for r, t in zip(runs, todo)):
+    # the runs before --pitch have no K column: all at K
+    if len(runs) != len(todo) or any((int(r["m"]), int(r["n"]), int(r.get("k", K)), int(r["stages"]))
+                                     != (t["m"], t["n"], t["k"], t["stages"]) for r, t in zip(runs, todo)):
         raise SystemExit(f"{path}: not a run of this selection ({', '.join(k for k, v in flags.items() if v)})")
     full = [(t, r) for t, r in zip(todo, runs) if t["mode"] == "full" and r["status"] == "ok"]
+    if selected(flags) == "pitch":
+        return pitch_ratios(full)
     pred = predicted([t for t, _ in full])
     ratio = {}
     for (t, r), p in zip(full, pred):
@@ -195,6 +211,35 @@ def predict(path, **flags) -> list[str]:
     out = [f"{name}  " + " ".join(f"{s}: {x:.2f}" for s, x in values) for name, values in ratio.items()]
     ape = [abs(x - 1.0) for values in ratio.values() for _, x in values]
     out.append(f"predicted / measured over {len(ape)} runs: MAPE {100 * sum(ape) / len(ape):.1f}%")
+    return out
+
+
+def pitch_ratios(full: list) -> list[str]:
+    """--pitch's read-back: for each ring (tile, CTAs, cluster) and depth, its time at K =
+    8184 (rows 16 bytes off their sector) over its time at K = 8192, measured, and as the
+    fitted model predicts with ``split_row_latency`` and without it; then the mean
+    absolute error of each prediction of that ratio over the rings."""
+    from probes import predicted
+
+    tasks = [t for t, _ in full]
+    on, off = predicted(tasks), predicted(tasks, split_row_latency=False)
+    at = {(t["tile_m"], t["tile_n"], t["m"], t["n"], t["cluster_m"], t["stages"], t["k"]): (float(r["time_us"]), p, q)
+          for (t, r), p, q in zip(full, on, off)}
+    out, err = [], {"with": [], "without": []}
+    for (tm, tn, m, n, cm, stages, k), (meas, p, q) in at.items():
+        if k != PITCH_KS[1] or (tm, tn, m, n, cm, stages, PITCH_KS[0]) not in at:
+            continue
+        meas0, p0, q0 = at[(tm, tn, m, n, cm, stages, PITCH_KS[0])]
+        ratio, with_s, without = meas / meas0, p / p0, q / q0
+        err["with"].append(abs(with_s / ratio - 1.0))
+        err["without"].append(abs(without / ratio - 1.0))
+        ctas = m // tm * (n // tn)
+        out.append(f"{tm}x{tn} {ctas} CTAs {cm}x1 {stages} stages  K {k} / {PITCH_KS[0]}: measured {ratio:.3f}, "
+                   f"predicted {with_s:.3f} (without split_row_latency {without:.3f})")
+    for name, e in err.items():
+        if e:
+            out.append(f"the ratio predicted {name} split_row_latency over {len(e)} rings: "
+                       f"mean error {100 * sum(e) / len(e):.1f}%")
     return out
 
 

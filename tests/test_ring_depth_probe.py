@@ -226,7 +226,7 @@ def test_the_box_run_switches_the_box_and_builds_the_kernels_again(tmp_path, mon
 
     out = tmp_path / "boxes.csv"
     flags = {"schedules": False, "wide": False, "modes": False, "ctas": False, "boxes": True, "columns": False,
-             "release": False, "rate": False}
+             "release": False, "rate": False, "pitch": False}
     monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags_=None: (
         argparse.Namespace(out=str(out), **flags), get_gpu("h100-sxm5-80gb"), Meas()))
     monkeypatch.setitem(sys.modules, "probes", probes)
@@ -378,6 +378,55 @@ def test_the_rate_run_puts_one_sms_load_rate_near_190_kb_a_microsecond(gpu):
         deepest = rate[(tile, 1, depths[-1])]
         assert 180e3 < deepest < 200e3, (tile, deepest)
         assert rate[(tile, 1, 2)] < 0.6 * deepest  # two slots: the round trip binds
+
+
+PITCH = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_pitch_h200_2026-11-28.csv"
+
+
+def test_the_pitch_runs_pair_each_ring_on_and_off_its_sector():
+    from gemmperf.models.ws_pipelined.effects import line_factor
+
+    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
+    runs = probe.tasks(pitch=True)
+    assert len(runs) == 2 * 4 * 2 * 3 * 2 == distinct(runs) and not refused(runs, get_gpu("h100-sxm5-80gb"))
+    assert [r["k"] for r in runs] == [8192, 8184] * (len(runs) // 2)  # each ring on, then off its sector
+    for on, off in zip(runs[::2], runs[1::2]):
+        assert {**on, "k": 0} == {**off, "k": 0}
+        assert -(-on["k"] // 64) == -(-off["k"] // 64) == 128  # the same k-blocks
+    assert line_factor(8192, 2, 1.0, 1.0) == 1.0 < line_factor(8184, 2, 1.0, 1.0)  # 16368 bytes: 16 off
+
+
+def test_the_lent_h200s_pitch_run_finds_rows_off_their_sector_slow_the_ring():
+    """Every ring with its rows 16 bytes off their sector (K = 8184) is slower than the
+    same ring at K = 8192, with 2 CTAs as with 132: at 2 to 32 CTAs by 6-42%, where the
+    model without split_row_latency predicts no change (the L2 term alone: not loaded)."""
+    with open(PITCH) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 96 and all(r["status"] == "ok" for r in rows)
+    t = {(r["tile"], int(r["ctas"]), r["cluster"], int(r["stages"]), int(r["k"])): float(r["time_us"]) for r in rows}
+    ratios = {key[:4]: t[(*key[:4], 8184)] / t[key] for key in t if key[4] == 8192}
+    assert len(ratios) == 48 and min(ratios.values()) > 1.05
+    few = [x for key, x in ratios.items() if key[1] <= 32]
+    assert max(few) < 1.45 and sum(few) / len(few) > 1.15
+
+
+def test_the_pitch_read_back_sets_the_ratio_beside_the_model_with_and_without_the_effect(monkeypatch):
+    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
+    import probes
+
+    def fake(tasks, **switches):  # an aligned ring 1.0 us, a split one 1.1 us with the effect, 1.0 without
+        off = switches.get("split_row_latency") is False
+        return [1.0 if t["k"] == 8192 or off else 1.1 for t in tasks]
+
+    monkeypatch.setattr(probes, "predicted", fake)
+    lines = probe.predict(PITCH, pitch=True)
+    assert len(lines) == 48 + 2
+    first = lines[0]
+    assert first.startswith("128x64 2 CTAs 1x1 2 stages  K 8184 / 8192: measured 1.35") and \
+        first.endswith("predicted 1.100 (without split_row_latency 1.000)")
+    assert lines[-2].startswith("the ratio predicted with split_row_latency over 48 rings: mean error ")
+    with pytest.raises(SystemExit, match="not a run of this selection"):
+        probe.predict(PITCH, ctas=True)
 
 
 def test_one_selection_at_a_time_and_a_missing_run_is_one_line(capsys):
