@@ -165,9 +165,10 @@ def split_row_latency(x: Inputs, slot_bytes):
     take
         lat_s = slot_bytes * (lines - 1) / sm_load_bytes_per_us
     in the period's latency term (the L2's share of the same requests stays in the
-    wave's L2 term, ``bandwidth_sharing``). Development rows with a pitch 16 bytes off
-    the sector (K not a multiple of 8, 1232 rows) ran 0.97x their prediction, latency-
-    bound 1x1 clusters 0.89x (whose CTAs issue whole boxes: multicast splits them).
+    wave's L2 term, ``bandwidth_sharing``); a cluster's CTA issues only its slice of a
+    multicast box, so its lat_s is smaller. benchmarks/ring_depth_probe.py --pitch: with
+    2-32 CTAs a ring whose rows sit 16 bytes off their sector (K = 8184) runs 6-42%
+    slower than at K = 8192, where the L2 term alone changes nothing.
     No constant of its own. Off (or an aligned pitch): 0."""
     if not x.on.split_row_latency:
         return np.zeros(x.shape)
