@@ -134,10 +134,10 @@ def measured(rows: list[dict], columns: tuple[str, ...]) -> dict[tuple, float]:
     return {tuple(r[c] for c in columns): float(r["time_us"]) for r in rows if r["status"] == "ok"}
 
 
-def predicted(tasks: list[dict], **switches) -> list[float]:
+def predicted(tasks: list[dict], gpu: str = "h100-sxm5-80gb", **switches) -> list[float]:
     """ws-pipelined's predicted time (us) of each of ``tasks`` (a probe's runs: ``m``, ``n``,
     ``k`` and the configuration's fields), its constants fitted on every development row
-    (model_ceiling.fit_in_sample: the H100's bf16 data, the sealed list never read). Needs
+    of ``gpu``'s shipped bf16 data (model_ceiling.fit_in_sample; the sealed list never read). Needs
     polars: run on the development machine, not the GPU one. model_ceiling is probes'
     neighbour in benchmarks/, on the import path wherever probes is imported from there.
     ``switches``: ws-pipelined's effects turned on or off (``split_row_latency=False``)."""
@@ -146,5 +146,5 @@ def predicted(tasks: list[dict], **switches) -> list[float]:
 
     from gemmperf.models import ws_pipelined as W
 
-    _, fitted = fit_in_sample()
+    _, fitted = fit_in_sample(gpu)
     return W.predict(pl.DataFrame(tasks), fitted, **switches).get_column("predicted_us").to_list()

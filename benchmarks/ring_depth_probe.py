@@ -44,13 +44,14 @@ for its SM to issue the split rows' extra requests (``split_row_latency``, issue
 23). A GPU-side script: numpy + cuda-python only. With ``--predict probe.csv`` and the
 run's selection flags (no GPU; polars) it reads a run back and prints the fitted model's
 time over the measured one for each full-mode run (ws-pipelined fitted on every
-development row, model_ceiling.py), the stages across; with ``--pitch``, each ring's time
+development row of ``--gpu``'s shipped data, the H100's by default; model_ceiling.py),
+the stages across; with ``--pitch``, each ring's time
 at K = 8184 over its time at K = 8192, measured and as the model predicts it with and
 without ``split_row_latency``.
 
     PYTHONPATH=src python3 benchmarks/ring_depth_probe.py [--out probe.csv]
         [--schedules | --wide | --ctas | --boxes | --columns | --release | --rate | --pitch] [--modes]
-    python benchmarks/ring_depth_probe.py --predict probe.csv
+    python benchmarks/ring_depth_probe.py --predict probe.csv [--gpu h200-sxm-141gb]
         [--schedules | --wide | --ctas | --boxes | --columns | --release | --pitch] [--modes]
 """
 
@@ -185,7 +186,7 @@ def label(task: dict, named: bool, selection: str = "") -> dict:
 NAMES = ("tile", "ctas", "cluster", "schedule", "box", "panel", "release", "k")  # a --predict line's name
 
 
-def predict(path, **flags) -> list[str]:
+def predict(path, gpu: str = "h100-sxm5-80gb", **flags) -> list[str]:
     """The run at ``path`` (this probe's CSV of ``tasks(**flags)``, rows in task order)
     beside the fitted model: one line a tile, CTA count (cluster, schedule, knob, panel) of
     the full-mode runs, predicted over measured at each ring depth, then the MAPE over them."""
@@ -202,8 +203,8 @@ def predict(path, **flags) -> list[str]:
         raise SystemExit(f"{path}: not a run of this selection ({', '.join(k for k, v in flags.items() if v)})")
     full = [(t, r) for t, r in zip(todo, runs) if t["mode"] == "full" and r["status"] == "ok"]
     if selected(flags) == "pitch":
-        return pitch_ratios(full)
-    pred = predicted([t for t, _ in full])
+        return pitch_ratios(full, gpu)
+    pred = predicted([t for t, _ in full], gpu)
     ratio = {}
     for (t, r), p in zip(full, pred):
         name = " ".join(str(v) for k, v in label(t, True, selected(flags)).items() if k in NAMES)
@@ -214,7 +215,7 @@ def predict(path, **flags) -> list[str]:
     return out
 
 
-def pitch_ratios(full: list) -> list[str]:
+def pitch_ratios(full: list, gpu: str = "h100-sxm5-80gb") -> list[str]:
     """--pitch's read-back: for each ring (tile, CTAs, cluster) and depth, its time at K =
     8184 (rows 16 bytes off their sector) over its time at K = 8192, measured, and as the
     fitted model predicts with ``split_row_latency`` and without it; then the mean
@@ -222,7 +223,7 @@ def pitch_ratios(full: list) -> list[str]:
     from probes import predicted
 
     tasks = [t for t, _ in full]
-    on, off = predicted(tasks), predicted(tasks, split_row_latency=False)
+    on, off = predicted(tasks, gpu), predicted(tasks, gpu, split_row_latency=False)
     at = {(t["tile_m"], t["tile_n"], t["m"], t["n"], t["cluster_m"], t["stages"], t["k"]): (float(r["time_us"]), p, q)
           for (t, r), p, q in zip(full, on, off)}
     out, err = [], {"with": [], "without": []}
@@ -246,14 +247,22 @@ def pitch_ratios(full: list) -> list[str]:
 def main(argv=None) -> int:
     if argv is None:
         argv = sys.argv[1:]
-    usage = f"usage: ring_depth_probe.py --predict probe.csv [{' | '.join('--' + f for f in FLAGS)}] [--modes]"
+    usage = (f"usage: ring_depth_probe.py --predict probe.csv [--gpu SLUG] [{' | '.join('--' + f for f in FLAGS)}]"
+             " [--modes]")
     if "--predict" in argv:
+        argv, gpu = list(argv), "h100-sxm5-80gb"
+        if "--gpu" in argv:  # the shipped data the constants are fitted on
+            j = argv.index("--gpu")
+            if j + 1 >= len(argv):
+                raise SystemExit(usage)
+            gpu = argv.pop(j + 1)
+            argv.pop(j)
         i = argv.index("--predict")
         flags = {f.lstrip("-"): True for f in argv[:i] + argv[i + 2:]}
         if i + 1 >= len(argv) or set(flags) - set(FLAGS) - {"modes"} or flags.get("rate"):
             raise SystemExit(usage)
         try:
-            print("\n".join(predict(argv[i + 1], **flags)))
+            print("\n".join(predict(argv[i + 1], gpu, **flags)))
         except ValueError as err:
             raise SystemExit(f"ring_depth_probe.py: {err}") from None
         return 0

@@ -414,12 +414,16 @@ def test_the_pitch_read_back_sets_the_ratio_beside_the_model_with_and_without_th
     probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
     import probes
 
-    def fake(tasks, **switches):  # an aligned ring 1.0 us, a split one 1.1 us with the effect, 1.0 without
+    gpus = set()
+
+    def fake(tasks, gpu, **switches):  # an aligned ring 1.0 us, a split one 1.1 us with the effect, 1.0 without
+        gpus.add(gpu)
         off = switches.get("split_row_latency") is False
         return [1.0 if t["k"] == 8192 or off else 1.1 for t in tasks]
 
     monkeypatch.setattr(probes, "predicted", fake)
-    lines = probe.predict(PITCH, pitch=True)
+    lines = probe.predict(PITCH, "h200-sxm-141gb", pitch=True)
+    assert gpus == {"h200-sxm-141gb"}  # the constants fitted on the run's own GPU's data
     assert len(lines) == 48 + 2
     first = lines[0]
     assert first.startswith("128x64 2 CTAs 1x1 2 stages  K 8184 / 8192: measured 1.35") and \
@@ -427,6 +431,8 @@ def test_the_pitch_read_back_sets_the_ratio_beside_the_model_with_and_without_th
     assert lines[-2].startswith("the ratio predicted with split_row_latency over 48 rings: mean error ")
     with pytest.raises(SystemExit, match="not a run of this selection"):
         probe.predict(PITCH, ctas=True)
+    with pytest.raises(SystemExit, match="usage"):
+        probe.main(["--predict", str(PITCH), "--pitch", "--gpu"])  # --gpu needs its slug
 
 
 def test_one_selection_at_a_time_and_a_missing_run_is_one_line(capsys):
