@@ -78,9 +78,10 @@ class Wave:
     a_out: np.ndarray  # CTAs of the wave that store C (split-K: ceil(a/Sk))
     t_load: np.ndarray  # x, per k-block
     l2_bound: np.ndarray  # the L2 term of x binds
-    lat_oob: np.ndarray  # the zero fill's latency in a slot's round trip (effects.boundary_fill)
-    lat_queue: np.ndarray  # the round trip's wait behind the slots in flight (effects.ring_queue)
-    lat_split: np.ndarray  # the split rows' extra requests in a slot's round trip (effects.split_row_latency)
+    # what a slot's round trip waits beyond lat_ring (effects.latency_term): the zero fill's
+    # latency (boundary_fill), the slots in flight (ring_queue), the split rows' extra
+    # requests (split_row_latency)
+    lat_wait: np.ndarray
     z_mc: np.ndarray  # the wholly out-of-bounds multicast slices' time per k-block (effects.oob_multicast)
     fill: np.ndarray  # load latency + the first k-block's lat_oob (one slot) + z_mc + x
     rest: np.ndarray  # K loop after the fill
@@ -94,14 +95,14 @@ class Wave:
 def wave(x: Inputs, w: Span, h, t_c, pad: E.Padding) -> Wave:
     a, a_bytes, b_bytes = w.a, *E.cta_bytes(x)
     a_out = ceil_div(a, x.split_k)
-    t_load, l2_bound = E.bandwidth_sharing(x, w, h, a_bytes + b_bytes, pad.loaded, E.row_alignment(x))
-    lat_oob, z_mc = E.boundary_fill(x, a, x.stages), E.oob_multicast(x, a)
-    lat_queue = E.ring_queue(x, a, a_bytes + b_bytes)
-    lat_split = E.split_row_latency(x, a_bytes + b_bytes)
-    rest, period = E.pipelining(x, t_load, t_c, lat_oob + lat_queue + lat_split, z_mc)
+    lines = E.row_alignment(x)
+    t_load, l2_bound = E.bandwidth_sharing(x, w, h, a_bytes + b_bytes, pad.loaded, lines)
+    z_mc = E.oob_multicast(x, a)
+    lat_wait = (E.boundary_fill(x, a, x.stages) + E.ring_queue(x, a, a_bytes + b_bytes)
+                + E.split_row_latency(x, a_bytes + b_bytes, lines))
+    rest, period = E.pipelining(x, t_load, t_c, lat_wait, z_mc)
     writes = E.dram_writes(x, a_out, t_c)
-    return Wave(a=a, a_out=a_out, t_load=t_load, l2_bound=l2_bound, lat_oob=lat_oob, lat_queue=lat_queue,
-                lat_split=lat_split, z_mc=z_mc,
+    return Wave(a=a, a_out=a_out, t_load=t_load, l2_bound=l2_bound, lat_wait=lat_wait, z_mc=z_mc,
                 fill=x.load_latency_us + E.boundary_fill(x, a, 1) + z_mc + t_load, rest=rest, period=period,
                 epilogue=epilogue(x, writes.backlog), epilogue_end=epilogue(x, writes.end), writes=writes,
                 fixup=E.split_k_fixup(x, a))
@@ -189,7 +190,7 @@ def stream_k_terms(x: Inputs, terms: dict, first: Wave, scale, t_c) -> dict:
 def limiter(x: Inputs, first: Wave, t_c, t_math, t_smem):
     """The Limiter code of the first wave's steady state, per row (int8)."""
     if x.on.pipelining:
-        lat_term = E.latency_term(x, first.t_load, t_c, first.lat_oob + first.lat_queue + first.lat_split)
+        lat_term = E.latency_term(x, first.t_load, t_c, first.lat_wait)
     else:
         lat_term = np.zeros_like(first.t_load)
     core = np.where(t_smem > t_math, Limiter.SMEM, Limiter.MATH) if x.on.smem_limit else Limiter.MATH

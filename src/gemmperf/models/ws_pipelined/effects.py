@@ -156,10 +156,10 @@ def ring_queue(x: Inputs, a, slot_bytes):
     return x.c.ring_queue_us_per_mb * a * x.stages * slot_bytes / 1e6
 
 
-def split_row_latency(x: Inputs, slot_bytes):
+def split_row_latency(x: Inputs, slot_bytes, lines):
     """Time lat_s that the split rows' extra requests add to a ring slot's round trip
     (``split_row_latency``). A box row off its 128-byte line or 32-byte sector is more
-    than one L2 request (``row_alignment``'s factor ``lines``), and one SM's TMA path
+    than one L2 request (``lines``, ``row_alignment``'s factor), and one SM's TMA path
     issues every request of the slot's A and B boxes before the slot is full, so with the
     aligned requests moving at ``sm_load_bytes_per_us`` (``sm_load_cap``) the extra ones
     take
@@ -172,7 +172,7 @@ def split_row_latency(x: Inputs, slot_bytes):
     No constant of its own. Off (or an aligned pitch): 0."""
     if not x.on.split_row_latency:
         return np.zeros(x.shape)
-    return slot_bytes * (row_alignment(x) - 1.0) / x.c.sm_load_bytes_per_us
+    return slot_bytes * (lines - 1.0) / x.c.sm_load_bytes_per_us
 
 
 def pipelining(x: Inputs, t_load, t_c, lat_wait, z_mc):
