@@ -12,6 +12,10 @@ from __future__ import annotations
 import argparse
 import csv
 
+# the GPU whose shipped data the probes' read-backs fit on and whose limits their task
+# lists respect, unless told another (--gpu SLUG where a probe takes one)
+DEVELOPMENT_GPU = "h100-sxm5-80gb"
+
 
 def start(doc: str, argv=None, flags: dict | None = None):
     """(arguments, GPU, Measurer) of a probe: ``--out`` (a CSV of every run, optional) and
@@ -134,7 +138,7 @@ def measured(rows: list[dict], columns: tuple[str, ...]) -> dict[tuple, float]:
     return {tuple(r[c] for c in columns): float(r["time_us"]) for r in rows if r["status"] == "ok"}
 
 
-def predicted(tasks: list[dict], gpu: str = "h100-sxm5-80gb", **switches) -> list[float]:
+def predicted(tasks: list[dict], gpu: str = DEVELOPMENT_GPU, **switches) -> list[float]:
     """ws-pipelined's predicted time (us) of each of ``tasks`` (a probe's runs: ``m``, ``n``,
     ``k`` and the configuration's fields), its constants fitted on every development row
     of ``gpu``'s shipped bf16 data (model_ceiling.fit_in_sample; the sealed list never read). Needs

@@ -60,6 +60,8 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
+from probes import DEVELOPMENT_GPU
+
 TILES = ((128, 64), (128, 128), (128, 256), (64, 128))
 STAGES = (2, 3, 4, 5, 6, 7, 8)
 CTAS = (32, 132)  # one tile row of 32 tiles; a full wave on the H100
@@ -147,7 +149,7 @@ def tasks(modes: bool = False, **flags) -> list[dict]:
     from gemmperf.kernels import check_legal
     from gemmperf.problem import KernelConfig
 
-    gpu = get_gpu("h100-sxm5-80gb")
+    gpu = get_gpu(DEVELOPMENT_GPU)
     sel = SELECTIONS[selected(flags)]
     out = []
     for knobs, panel in [({**AS_MEASURED, **v}, p) for v in sel.variants for p in sel.panels]:
@@ -186,7 +188,7 @@ def label(task: dict, named: bool, selection: str = "") -> dict:
 NAMES = ("tile", "ctas", "cluster", "schedule", "box", "panel", "release", "k")  # a --predict line's name
 
 
-def predict(path, gpu: str = "h100-sxm5-80gb", **flags) -> list[str]:
+def predict(path, gpu: str = DEVELOPMENT_GPU, **flags) -> list[str]:
     """The run at ``path`` (this probe's CSV of ``tasks(**flags)``, rows in task order)
     beside the fitted model: one line a tile, CTA count (cluster, schedule, knob, panel) of
     the full-mode runs, predicted over measured at each ring depth, then the MAPE over them."""
@@ -215,7 +217,7 @@ def predict(path, gpu: str = "h100-sxm5-80gb", **flags) -> list[str]:
     return out
 
 
-def pitch_ratios(full: list, gpu: str = "h100-sxm5-80gb") -> list[str]:
+def pitch_ratios(full: list, gpu: str = DEVELOPMENT_GPU) -> list[str]:
     """--pitch's read-back: for each ring (tile, CTAs, cluster) and depth, its time at K =
     8184 (rows 16 bytes off their sector) over its time at K = 8192, measured, and as the
     fitted model predicts with ``split_row_latency`` and without it; then the mean
@@ -250,7 +252,7 @@ def main(argv=None) -> int:
     usage = (f"usage: ring_depth_probe.py --predict probe.csv [--gpu SLUG] [{' | '.join('--' + f for f in FLAGS)}]"
              " [--modes]")
     if "--predict" in argv:
-        argv, gpu = list(argv), "h100-sxm5-80gb"
+        argv, gpu = list(argv), DEVELOPMENT_GPU
         if "--gpu" in argv:  # the shipped data the constants are fitted on
             j = argv.index("--gpu")
             if j + 1 >= len(argv):

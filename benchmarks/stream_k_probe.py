@@ -61,7 +61,9 @@ def tasks() -> list[dict]:
     from gemmperf.kernels import check_legal
     from gemmperf.problem import KernelConfig
 
-    gpu = get_gpu("h100-sxm5-80gb")
+    from probes import DEVELOPMENT_GPU
+
+    gpu = get_gpu(DEVELOPMENT_GPU)
     out = []
     for m, n, k, tile_m, tile_n, stages, cm, cn, raster, shipped in ROWS:
         for stream_k, epilogue in ((True, shipped), (True, OTHER[shipped]), (False, shipped), (False, OTHER[shipped])):

@@ -59,7 +59,9 @@ def deepest_legal(cfg):
     from gemmperf.hardware import get_gpu
     from gemmperf.kernels import check_legal
 
-    gpu = get_gpu("h100-sxm5-80gb")
+    from probes import DEVELOPMENT_GPU
+
+    gpu = get_gpu(DEVELOPMENT_GPU)
     while cfg.stages > 2 and check_legal(cfg, gpu) is not None:
         cfg = cfg.replace(stages=cfg.stages - 1)
     return cfg
