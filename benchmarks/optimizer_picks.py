@@ -49,7 +49,9 @@ that was never timed is counted, not guessed). ``--plan-picks`` does the same an
 per set, the plan "<set>-picks" of the picks no run timed, each beside its shape's
 fastest timed configuration; its GPU run (committed as run_<gpu>_<set>-picks.csv) is
 what ``--rescore`` then scores those picks by, against the faster of the pair timed
-together (clocks move between sessions).
+together (clocks move between sessions). A model changed after such a run may pick firsts
+no run timed again: ``--plan-picks`` then plans the next round, "<set>-picks2" and so on
+(the committed rounds are read, never planned again).
 """
 
 from __future__ import annotations
@@ -296,18 +298,17 @@ def summary(rows: list[dict]) -> list[str]:
     return out
 
 
-def rescored(shapes, runs: list[dict], ranked_of, retimed: list[dict] = ()) -> list[str]:
+def rescored(shapes, runs: list[dict], ranked_of, rounds: list[list[dict]] = ()) -> list[str]:
     """One set's runs (the run CSV's rows) scored by another ranking: ``ranked_of(shape)``
     gives (the answer's configuration, [(configuration, fitted us, corrected us), ...]
     in the re-ranked order, the answer among them). Lines: the answer's corrected time
     against its measured time (absolute error %), and the re-ranked first's regret %
     against the fastest timed for its shape where that run was timed; a first the runs
-    did not time is scored from ``retimed`` (a ``--plan-picks`` run: it timed beside the
-    shape's fastest run, its regret against the faster of the two), else counted."""
+    did not time is scored from the latest of ``rounds`` that timed it (``--plan-picks``
+    runs, oldest first: each times a first beside its shape's fastest run, its regret
+    against the faster of the pair), else counted."""
     timed = {(r["shape"], r["config"]): float(r["time_us"]) for r in runs if r["status"] == "ok"}
-    again = {(r["shape"], r["config"]): float(r["time_us"]) for r in retimed
-             if r["status"] == "ok" and r["kinds"] == "corrected-1"}
-    beside = {r["shape"]: float(r["time_us"]) for r in retimed if r["status"] == "ok" and r["kinds"] == "best-timed"}
+    paired = _paired(rounds)
     error, regret, late, untimed = [], [], 0, 0
     for shape in shapes:
         name = f"{shape.m}x{shape.n}x{shape.k}"
@@ -319,8 +320,9 @@ def rescored(shapes, runs: list[dict], ranked_of, retimed: list[dict] = ()) -> l
         pick = (name, ranked[0][0].key())
         if pick in timed:
             regret.append((timed[pick] / best - 1.0) * 100.0)
-        elif pick in again and name in beside:
-            regret.append((again[pick] / min(again[pick], beside[name]) - 1.0) * 100.0)
+        elif pick in paired:
+            t, fastest = paired[pick]
+            regret.append((t / min(t, fastest) - 1.0) * 100.0)
             late += 1
         else:
             untimed += 1
@@ -330,13 +332,29 @@ def rescored(shapes, runs: list[dict], ranked_of, retimed: list[dict] = ()) -> l
             f"later, {untimed} not)  {stats(regret)}  within 1%: {sum(x <= 1.0 for x in regret)}/{len(regret)}"]
 
 
-def untimed_picks(shapes, runs: list[dict], plan_rows: list[dict], ranked_of) -> list[dict]:
+def _paired(rounds: list[list[dict]]) -> dict[tuple[str, str], tuple[float, float]]:
+    """(shape, re-ranked first) -> (its time, the time of the shape's fastest run beside
+    it) of ``--plan-picks`` ``rounds`` (oldest first; the latest round that verified both
+    runs of the pair)."""
+    paired = {}
+    for retimed in rounds:
+        again = {(r["shape"], r["config"]): float(r["time_us"]) for r in retimed
+                 if r["status"] == "ok" and r["kinds"] == "corrected-1"}
+        beside = {r["shape"]: float(r["time_us"]) for r in retimed
+                  if r["status"] == "ok" and r["kinds"] == "best-timed"}
+        paired.update({key: (t, beside[key[0]]) for key, t in again.items() if key[0] in beside})
+    return paired
+
+
+def untimed_picks(shapes, runs: list[dict], plan_rows: list[dict], ranked_of, rounds: list[list[dict]] = ()
+                  ) -> list[dict]:
     """Plan rows to time the re-ranked firsts (``ranked_of`` as ``rescored`` takes it) that
-    the runs of a set did not time, each beside its shape's fastest timed run (whose
-    configuration ``plan_rows``, the set's plan, holds): kinds "corrected-1" and
-    "best-timed", with the fitted and corrected predictions."""
+    neither the runs of a set nor its earlier ``rounds`` of ``--plan-picks`` runs timed (a
+    round's pair counts where both of its runs were verified), each beside its shape's fastest timed run (whose configuration ``plan_rows``, the
+    set's plan, holds): kinds "corrected-1" and "best-timed", with the fitted and
+    corrected predictions."""
     ok = [r for r in runs if r["status"] == "ok"]
-    timed = {(r["shape"], r["config"]) for r in ok}
+    timed = {(r["shape"], r["config"]) for r in ok} | set(_paired(rounds))
     out = []
     for shape in shapes:
         name = f"{shape.m}x{shape.n}x{shape.k}"
@@ -353,17 +371,30 @@ def untimed_picks(shapes, runs: list[dict], plan_rows: list[dict], ranked_of) ->
     return out
 
 
-def picks_name(name: str) -> str:
-    """The set whose runs time set ``name``'s untimed re-ranked firsts (``--plan-picks``)."""
-    return f"{name}-picks"
+def picks_name(name: str, round_: int = 1) -> str:
+    """The set whose runs time set ``name``'s untimed re-ranked firsts (``--plan-picks``):
+    "<name>-picks" for the first round, "<name>-picks<r>" for round r (a model changed
+    after a round leaves new firsts untimed; a committed round is never planned again)."""
+    return f"{name}-picks" if round_ == 1 else f"{name}-picks{round_}"
+
+
+def picks_rounds(gpu_key: str, name: str) -> list[list[dict]]:
+    """The committed runs of set ``name``'s ``--plan-picks`` rounds on GPUS[gpu_key],
+    oldest first (rounds 1, 2, ... while run_<gpu>_<picks_name(name, r)>.csv exists)."""
+    from probes import read_csv
+
+    rounds = []
+    while (path := RESULTS / f"run_{gpu_key}_{picks_name(name, len(rounds) + 1)}.csv").is_file():
+        rounds.append(read_csv(path))
+    return rounds
 
 
 def rescore(gpu_key: str, plan_untimed: bool = False) -> list[str]:
     """Both sets' committed runs on GPUS[gpu_key] scored with the fit and correction this
     tree makes of the GPU's development rows, re-ranked as `optimize --corrected` does,
-    with the re-timed firsts of ``picks_name(set)``'s run where one is committed. With
-    ``plan_untimed``: also write ``picks_name(set)``'s plan of the firsts still untimed,
-    where no run of that name is committed (a committed run keeps the plan it ran)."""
+    with the re-timed firsts of every committed ``picks_name(set, r)`` round. With
+    ``plan_untimed``: also write the next round's plan of the firsts still untimed (the
+    first round with no committed run; a committed run keeps the plan it ran)."""
     from probes import read_csv, write_csv
 
     gpu, fitted, corr = workflow_fit(gpu_key)
@@ -375,15 +406,14 @@ def rescore(gpu_key: str, plan_untimed: bool = False) -> list[str]:
     out = []
     for name, shapes in fresh_shapes().items():
         runs = read_csv(RESULTS / f"run_{gpu_key}_{name}.csv")
-        later = RESULTS / f"run_{gpu_key}_{picks_name(name)}.csv"
-        retimed = read_csv(later) if later.is_file() else []
-        out += [f"{gpu_key} {name}:", *rescored(shapes, runs, ranked_of, retimed)]
-        if plan_untimed and later.is_file():  # its plan is the record of those runs
-            out.append(f"  {later.name} exists: its plan kept (move both aside to plan again)")
-        elif plan_untimed:
-            rows = untimed_picks(shapes, runs, read_plan(plan_path(name, gpu_key)), ranked_of)
-            write_csv(plan_path(picks_name(name), gpu_key), rows)
-            out.append(f"  {plan_path(picks_name(name), gpu_key)}: {len(rows) // 2} firsts to time")
+        rounds = picks_rounds(gpu_key, name)
+        out += [f"{gpu_key} {name}:", *rescored(shapes, runs, ranked_of, rounds)]
+        if plan_untimed:
+            rows = untimed_picks(shapes, runs, read_plan(plan_path(name, gpu_key)), ranked_of, rounds)
+            path = plan_path(picks_name(name, len(rounds) + 1), gpu_key)
+            if rows:
+                write_csv(path, rows)
+            out.append(f"  {path}: {len(rows) // 2} firsts to time" if rows else "  every first is timed")
     return out
 
 

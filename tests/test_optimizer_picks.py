@@ -160,7 +160,7 @@ def test_untimed_picks_are_planned_beside_the_fastest_run_and_scored_from_their_
     retimed = [{**script.label(r), "shape": f"{r['m']}x{r['n']}x{r['k']}", "status": "ok",
                 "time_us": str(t)} for r, t in zip(rows, [10.05, 10.0, 9.0, 10.0, 12.0, 10.0])]
     retimed[-1]["status"] = "wrong"  # shape 2's fastest failed this time: its first stays untimed
-    lines = script.rescored(shapes, runs, ranked_of, retimed)
+    lines = script.rescored(shapes, runs, ranked_of, [retimed])
     assert "(3 shapes timed, 2 of them beside the fastest run later, 1 not)" in lines[1]
     # regrets 0.5 (10.05 against 10.0), 0 (9.0, faster than the fastest) and shape 3's answer's
     name = f"{shapes[3].m}x{shapes[3].n}x{shapes[3].k}"
@@ -169,6 +169,29 @@ def test_untimed_picks_are_planned_beside_the_fastest_run_and_scored_from_their_
     assert f"mean {(0.5 + 0.0 + third) / 3:5.2f}" in lines[1]
     assert lines[1].endswith(f"within 1%: {2 + (third <= 1.0)}/3")
     assert script.rescored(shapes, runs, ranked_of)[1].count("0 of them beside the fastest run later, 3 not") == 1
+    # a second round: only the first still untimed (shape 2's) is planned again; its pair,
+    # timed now, scores it, and a first timed in both rounds takes the later round's pair
+    again = script.untimed_picks(shapes, runs, plan, ranked_of, [retimed])
+    assert [r["kinds"] for r in again] == ["corrected-1", "best-timed"] and again[0]["m"] == shapes[2].m
+    later = [{**retimed[0], "time_us": "11.0"}, {**retimed[1], "time_us": "10.0"},
+             *({**script.label(r), "shape": f"{r['m']}x{r['n']}x{r['k']}", "status": "ok", "time_us": str(t)}
+               for r, t in zip(again, [10.2, 10.0]))]
+    lines = script.rescored(shapes, runs, ranked_of, [retimed, later])
+    assert "(4 shapes timed, 3 of them beside the fastest run later, 0 not)" in lines[1]
+    assert f"mean {(10.0 + 0.0 + 2.0 + third) / 4:5.2f}" in lines[1]
+    assert script.untimed_picks(shapes, runs, plan, ranked_of, [retimed, later]) == []
+
+
+def test_each_round_of_picks_has_its_own_name_and_the_committed_ones_are_read_in_order(tmp_path, monkeypatch):
+    """Round 1 keeps the name it was committed under; later rounds are numbered, and
+    picks_rounds reads the committed ones oldest first, stopping at the first gap."""
+    script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
+    assert [script.picks_name("dev", r) for r in (1, 2, 3)] == ["dev-picks", "dev-picks2", "dev-picks3"]
+    monkeypatch.setattr(script, "RESULTS", tmp_path)
+    assert script.picks_rounds("h200", "dev") == []
+    for r, t in ((1, "1.0"), (2, "2.0"), (4, "4.0")):
+        (tmp_path / f"run_h200_{script.picks_name('dev', r)}.csv").write_text(f"shape,time_us\n1x2x3,{t}\n")
+    assert [[row["time_us"] for row in rows] for rows in script.picks_rounds("h200", "dev")] == [["1.0"], ["2.0"]]
 
 
 @pytest.mark.parametrize("gpu, name, pairs", [("h100", "dev", 2), ("h100", "heldout", 4), ("h200", "dev", 6),
