@@ -18,10 +18,16 @@ model's dram_writes: a wave's writes drain behind the next tile's K loop). With
 of 32656 bytes: every other row starts 16 bytes into a sector) and N = 16321 (the same
 pitch, pad_n, its last tile column 193 of 256 columns wide, 65 of 128), one k-block, C
 from 34 to 400 MB, the same three configurations (on the development data the TMA-store
-epilogue of store-bound N % 8 != 0 shapes ran 0.9x the model, aligned ones 0.97x). A GPU-side
-script: numpy + cuda-python only.
+epilogue of store-bound N % 8 != 0 shapes ran 0.9x the model, aligned ones 0.97x). With
+``--exit`` it times instead grids of one to four k-blocks (K = 64, 256) over C of 8 to
+268 MB (N = 16384), each tiling with either epilogue, persistent and not: a CTA of the
+TMA-store epilogue waits before it exits until the copy engine has read its staging
+buffers (``cp.async.bulk.wait_group.read 0``), so on a non-persistent grid, whose next CTA
+takes the SM only then, each wave would wait for that drain, where a persistent grid
+waits once (the development data's short-K non-persistent TMA-store rows ran 0.79-0.90x
+the model, the direct ones 0.96-1.05x). A GPU-side script: numpy + cuda-python only.
 
-    PYTHONPATH=src python3 benchmarks/store_probe.py [--out probe.csv] [--k-sweep | --pitch]
+    PYTHONPATH=src python3 benchmarks/store_probe.py [--out probe.csv] [--k-sweep | --pitch | --exit]
 """
 
 from __future__ import annotations
@@ -40,13 +46,26 @@ FILL_BYTES = 1 << 31
 KS = (64, 128, 256, 512, 1024, 2048)  # --k-sweep: 1 to 32 k-blocks at M x N = 6144 x 16384
 PITCH_MS = (1024, 4096, 8192, 12288)  # --pitch: C of 34 to 400 MB
 PITCH_NS = (16328, 16321)  # rows 16 bytes off a sector; the same pitch with an odd N
+EXIT_MS = (256, 1024, 2048, 4096, 8192)  # --exit: C of 8 to 268 MB at N = 16384
+EXIT_KS = (64, 256)  # one and four k-blocks
+EXIT_CONFIGS = ((128, 256, "cooperative", 4), (128, 128, "cooperative", 6), (128, 128, "pingpong", 6),
+                (128, 64, "cooperative", 7))  # (tile_m, tile_n, schedule, stages), each epilogue
 
 
-def tasks(k_sweep: bool = False, pitch: bool = False) -> list[dict]:
+def tasks(k_sweep: bool = False, pitch: bool = False, exit_: bool = False) -> list[dict]:
     """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration)."""
     from gemmperf.problem import KernelConfig
 
     out = []
+    if exit_:
+        for tile_m, tile_n, schedule, stages in EXIT_CONFIGS:
+            for epilogue in ("tma", "direct"):
+                for persistent in (True, False):
+                    cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64,
+                                       stages=stages, cluster_m=1, cluster_n=1, persistent=persistent,
+                                       raster="row", schedule=schedule, epilogue=epilogue)
+                    out += [{"m": m, "n": 16384, "k": k, **cfg.as_dict()} for k in EXIT_KS for m in EXIT_MS]
+        return out
     for tile_m, tile_n, schedule, epilogue in CONFIGS[:2] if k_sweep else CONFIGS:
         cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64, stages=4,
                            cluster_m=1, cluster_n=1, persistent=True, raster="grouped", schedule=schedule,
@@ -83,10 +102,15 @@ def main(argv=None) -> int:
     from probes import run, start, write_csv
 
     a, gpu, meas = start(__doc__, argv, {"k-sweep": "one C over K of 1 to 32 k-blocks",
-                                         "pitch": "C's rows off their 32-byte sectors"})
-    rows = run(a, gpu, meas, tasks(a.k_sweep, a.pitch), lambda t: {
-        "config": f"{t['tile_m']}x{t['tile_n']} {t['schedule']} {t['epilogue']}", "m": t["m"], "n": t["n"],
+                                         "pitch": "C's rows off their 32-byte sectors",
+                                         "exit": "short K, persistent and not, either epilogue"})
+    rows = run(a, gpu, meas, tasks(a.k_sweep, a.pitch, a.exit), lambda t: {
+        "config": f"{t['tile_m']}x{t['tile_n']} {t['schedule']} {t['epilogue']}"
+                  + ("" if t["persistent"] else " np"), "m": t["m"], "n": t["n"],
         "k": t["k"], "c_mb": round(t["m"] * t["n"] * 2 / 1e6, 2)})
+    if a.exit:
+        print("\n" + "\n".join(exit_table(rows, gpu.sms)))
+        return 0
     if a.k_sweep:
         print("\nus by K (k-blocks), C of 201 MB; TB/s of C written")
         for config in dict.fromkeys(r["config"] for r in rows):
@@ -105,6 +129,25 @@ def main(argv=None) -> int:
     print("TB/s of C written, by C size (MB):")
     print_rates(rows, NS)
     return 0
+
+
+def exit_table(rows: list[dict], sms: int) -> list[str]:
+    """--exit's runs, one line a tiling, epilogue and K: the time per wave (``sms`` tiles,
+    one CTA per SM) of the non-persistent grid and of the persistent one, us, by C's size
+    (MB)."""
+    ok = {(r["config"], r["m"], r["k"]): r["time_us"] for r in rows if r["status"] == "ok"}
+    out = ["us per wave, non-persistent / persistent, by C (MB)"]
+    for config in dict.fromkeys(r["config"] for r in rows if not r["config"].endswith(" np")):
+        tile_m, tile_n = (int(v) for v in config.split()[0].split("x"))
+        for k in EXIT_KS:
+            cells = []
+            for m in EXIT_MS:
+                waves = -(-(m // tile_m) * (16384 // tile_n) // sms)
+                np_us, p_us = ok.get((config + " np", m, k)), ok.get((config, m, k))
+                if np_us is not None and p_us is not None:
+                    cells.append(f"{m * 16384 * 2 / 1e6:.0f}:{np_us / waves:.2f}/{p_us / waves:.2f}")
+            out.append(f"{config} K={k}: " + " ".join(cells))
+    return out
 
 
 def print_rates(rows: list[dict], ns) -> None:

@@ -104,7 +104,7 @@ def test_main_measures_every_run_and_writes_the_dram_rates_last(tmp_path, monkey
     out = tmp_path / "runs.csv"
     meas = lambda task: {"status": "ok", "time_us": task["m"] * task["n"] * 2 / 2.5e6}  # 2.5 TB/s of C
     monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags=None:
-                        (argparse.Namespace(out=str(out), k_sweep=False, pitch=False), gpu, meas))
+                        (argparse.Namespace(out=str(out), k_sweep=False, pitch=False, exit=False), gpu, meas))
     monkeypatch.setitem(sys.modules, "probes", probes)
     probe = load_script(ROOT / "benchmarks" / "store_probe.py")
     monkeypatch.setattr(probe, "dram_rates", lambda: {"write_TBps": 3.25, "copy_TBps": 3.0})
@@ -114,3 +114,27 @@ def test_main_measures_every_run_and_writes_the_dram_rates_last(tmp_path, monkey
     assert all(abs(float(r["c_mb"]) / float(r["time_us"]) - 2.5) < 0.01 for r in rows[:60])
     printed = capsys.readouterr().out
     assert "write-only 3.250 TB/s, copy 3.000 TB/s" in printed and printed.count("N=16336: ") == 3
+
+
+def test_the_exit_runs_pair_each_tiling_persistent_and_not_and_read_back_per_wave(tmp_path, monkeypatch, capsys):
+    """--exit: every tiling with either epilogue, persistent and not, at one and four
+    k-blocks, legal and distinct, every tile inside C; main prints the time per wave of
+    both grids from the runs it made (a stand-in Measurer: a wave takes 2 us without a
+    persistent grid, 1 us with)."""
+    probe = load_script(ROOT / "benchmarks" / "store_probe.py")
+    gpu = get_gpu("h100-sxm5-80gb")
+    runs = probe.tasks(exit_=True)
+    assert distinct(runs) == len(runs) == 4 * 2 * 2 * 2 * 5 and not refused(runs, gpu)
+    assert all(r["m"] % r["tile_m"] == 0 and r["n"] % r["tile_n"] == 0 for r in runs)
+    twins = {(r["m"], r["k"], r["tile_m"], r["tile_n"], r["schedule"], r["epilogue"], r["persistent"]) for r in runs}
+    assert all((*key[:-1], not key[-1]) in twins for key in twins)
+    probes = load_script(ROOT / "benchmarks" / "probes.py", "probes")
+    waves = lambda t: -(-(t["m"] // t["tile_m"]) * (t["n"] // t["tile_n"]) // gpu.sms)  # noqa: E731
+    meas = lambda task: {"status": "ok", "time_us": waves(task) * (1.0 if task["persistent"] else 2.0)}  # noqa: E731
+    monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags=None:
+                        (argparse.Namespace(out=None, k_sweep=False, pitch=False, exit=True), gpu, meas))
+    monkeypatch.setitem(sys.modules, "probes", probes)
+    probe = load_script(ROOT / "benchmarks" / "store_probe.py")
+    assert probe.main([]) == 0
+    lines = capsys.readouterr().out.split("us per wave")[1].splitlines()[1:]
+    assert len(lines) == 4 * 2 * 2 and all(line.count("/1.00") == 5 and line.count(":2.00/") == 5 for line in lines)
