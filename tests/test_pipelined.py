@@ -850,3 +850,21 @@ def test_wholly_out_of_bounds_multicast_slices_cost_the_wave_per_k_block():
                       for n in (2048, 8448)])
     fill = W.predict(wave, PS)["fill_us"].to_numpy() - W.predict(wave, PS, oob_multicast=False)["fill_us"].to_numpy()
     assert fill[1] == pytest.approx(66 / 16 * fill[0], rel=1e-9)
+
+
+def test_a_non_persistent_tma_store_wave_waits_for_its_staging_to_drain_before_its_ctas_exit():
+    """store_exit: a non-persistent grid's TMA-store CTAs leave their SMs only once the copy
+    engine has read their staging buffers, so each of W waves holds the tile's drain from
+    shared memory (TM*TN*2 / store_bytes_per_us), where a persistent grid pays it once, after
+    its last tile: with a small C (no DRAM backlog) the kernel takes (W - 1) drains longer;
+    persistent grids and the direct epilogue are as before, bit for bit."""
+    c = W.default_constants(GPU)
+    shape = dict(m=2048, n=4096, k=64, tile_m=128, tile_n=128)  # 512 tiles: 4 waves of 132 or fewer
+    df = pl.concat([_big(epilogue="tma", persistent=False, **shape), _big(epilogue="tma", **shape),
+                    _big(persistent=False, **shape)])
+    on, off = W.predict(df, PS), W.predict(df, PS, store_exit=False)
+    assert on["waves"][0] == 4
+    drain = 128 * 128 * 2 / c.store_bytes_per_us
+    assert on["predicted_us"][0] - off["predicted_us"][0] == pytest.approx(3 * drain, rel=1e-9)
+    assert on["epilogue_us"][0] - off["epilogue_us"][0] == pytest.approx(3 * drain, rel=1e-9)
+    assert on.row(1) == off.row(1) and on.row(2) == off.row(2)

@@ -17,14 +17,15 @@ the tensor cores at the GPU's fp8 rate (the parameters of the (family, fp8) entr
 
 Modules: ``geometry`` (tiles, waves, the panels a wave reads, L2 hit rates: the
 ``Grid``, integer inputs only, which a fit computes once with ``grid_of``),
-``effects`` (one function per effect), ``compose`` (``evaluate``: stage terms, waves,
-kernel time, limiter), ``constants`` (the typed ``PipelinedConstants``), ``inputs``
-(evaluate's typed inputs and the effects' ``Switches``), ``table`` (polars in and out).
+``effects`` (one function per effect; ``kshare`` those of split-K and stream-K),
+``compose`` (``evaluate``: stage terms, waves, kernel time, limiter), ``constants`` (the
+typed ``PipelinedConstants``), ``inputs`` (evaluate's typed inputs and the effects'
+``Switches``), ``table`` (polars in and out).
 
-Effects (``EFFECTS``; each a function in effects.py whose docstring has its equation,
-and a switch: keyword flags of ``evaluate`` / ``predict``, or ``model_options={...}``;
-switched off, an effect falls back to the plain ``ws-stage`` / ``ws-persistent``
-assumption so its contribution shows):
+Effects (``EFFECTS``; each a function in effects.py, or for split-K and stream-K in
+kshare.py, whose docstring has its equation, and a switch: keyword flags of ``evaluate``
+/ ``predict``, or ``model_options={...}``; switched off, an effect falls back to the
+plain ``ws-stage`` / ``ws-persistent`` assumption so its contribution shows):
 
 - ``l2_reuse``: the L2 hit rate of a wave from the raster order and the L2 size.
 - ``bandwidth_sharing``: the CTAs of a wave share DRAM and L2 bandwidth.
@@ -86,6 +87,9 @@ assumption so its contribution shows):
 - ``split_row_latency``: a slot's boxes pass through its SM's TMA path, which issues the
   extra requests of rows off their line and sector (``row_alignment``) before the slot
   is full, so a misaligned pitch lengthens a slot's round trip, not only the L2's work.
+- ``store_exit``: a TMA-store CTA exits only once its staging buffers are read, so each
+  wave of a non-persistent grid waits for its tiles' drain from shared memory, which a
+  persistent grid pays once.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and
@@ -106,7 +110,7 @@ S the k-blocks of an item):
   clusters (cs > 1) add ``cluster_sync_us`` once (persistent) or per wave (not).
   stream-K (one wave of Wc workers, S = I): the persistent t, plus for a worker's n_seg
   tile segments (n_seg - 1)*(Tc - Pk + max(fill - E, 0) + tile_overhead_us), the
-  epilogues beyond the first and its partials' fix-up (effects.stream_k_fixup).
+  epilogues beyond the first and its partials' fix-up (kshare.stream_k_fixup).
 
 Constants beyond ``params.PARAM_NAMES`` (``CONSTANTS``) are the fields of
 ``PipelinedConstants`` (units, meaning and plausible range in its field metadata):

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..columns import ceil_div
 from . import effects as E
+from . import kshare as K
 from .geometry import Grid, Span
 from .inputs import INPUTS, Inputs, Switches
 
@@ -60,13 +61,14 @@ def epilogue(x: Inputs, backlog):
 
 def store_drain(x: Inputs, d):
     """The last tile's TMA stores drain after its consumers are done: once per kernel,
-        max(TM*TN*ob / store_bytes_per_us, D)
-    (D: the last wave's DRAM writes, ``effects.dram_writes``) for the TMA-store epilogue
-    (``effects.tma_store``), 0 for the direct one."""
+        max(TM*TN*ob / store_bytes_per_us, D) - exit
+    (D: the last wave's DRAM writes, ``effects.dram_writes``; exit: the part of it a
+    non-persistent grid's last wave has in its epilogue already, ``effects.store_exit``)
+    for the TMA-store epilogue (``effects.tma_store``), 0 for the direct one."""
     if not x.on.tma_store:
         return np.zeros(x.shape)
     out_tile = x.tile_m * x.tile_n * x.out_bytes
-    drain = np.maximum(out_tile / x.c.store_bytes_per_us, d)
+    drain = np.maximum(out_tile / x.c.store_bytes_per_us, d) - E.store_exit(x, out_tile)
     return np.where(x.epilogue == 1, drain, 0.0)
 
 
@@ -89,7 +91,7 @@ class Wave:
     epilogue: np.ndarray
     epilogue_end: np.ndarray  # the epilogue of a kernel's last tile: no next tile hides its DRAM writes
     writes: E.Writes  # the wave's stores of C to DRAM (effects.dram_writes)
-    fixup: np.ndarray  # split-K's fix-up before the epilogue (effects.split_k_fixup)
+    fixup: np.ndarray  # split-K's fix-up before the epilogue (kshare.split_k_fixup)
 
 
 def wave(x: Inputs, w: Span, h, t_c, pad: E.Padding) -> Wave:
@@ -105,7 +107,7 @@ def wave(x: Inputs, w: Span, h, t_c, pad: E.Padding) -> Wave:
     return Wave(a=a, a_out=a_out, t_load=t_load, l2_bound=l2_bound, lat_wait=lat_wait, z_mc=z_mc,
                 fill=x.load_latency_us + E.boundary_fill(x, a, 1) + z_mc + t_load, rest=rest, period=period,
                 epilogue=epilogue(x, writes.backlog), epilogue_end=epilogue(x, writes.end), writes=writes,
-                fixup=E.split_k_fixup(x, a))
+                fixup=K.split_k_fixup(x, a))
 
 
 def full_wave_hit_rate(x: Inputs):
@@ -129,9 +131,9 @@ def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale, t_c) -> 
     non-persistent (grid = T): each wave's CTAs start cold and pay ``cta_launch_us``.
     Ping-pong (``effects.pingpong_overlap``) hides epilogues and later fills behind the
     other consumer warpgroup's main loop; the TMA-store epilogue drains its last tile's
-    stores at the end (``store_drain``). Split-K's fix-up (``effects.split_k_fixup``)
+    stores at the end (``store_drain``). Split-K's fix-up (``kshare.split_k_fixup``)
     precedes each wave's epilogue, the waves before the last paying their read-back and
-    epilogue over Sk (``effects.split_k_overlap``); stream-K's one wave of workers adds its
+    epilogue over Sk (``kshare.split_k_overlap``); stream-K's one wave of workers adds its
     segment ends, epilogues and fix-up (``stream_k_terms``)."""
     g = x.grid
     has_rem = g.rem > 0
@@ -141,7 +143,7 @@ def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale, t_c) -> 
     epi = g.full_waves * full.epilogue + has_rem * last.epilogue - np.where(has_rem, last.epilogue, full.epilogue) \
         + final
     red = g.full_waves * full.fixup + has_rem * last.fixup
-    epi_off, red_off = E.split_k_overlap(x, full.epilogue, E.split_k_read(x, full.a))
+    epi_off, red_off = K.split_k_overlap(x, full.epilogue, K.split_k_read(x, full.a))
     epi, red = epi - epi_off, red - red_off
     exposed_full = np.maximum(full.fill - (full.epilogue + full.fixup), 0.0)
     exposed_last = np.maximum(last.fill - (full.epilogue + full.fixup), 0.0)
@@ -168,11 +170,11 @@ def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale, t_c) -> 
 
 
 def stream_k_terms(x: Inputs, terms: dict, first: Wave, scale, t_c) -> dict:
-    """``terms`` with stream-K's (``effects.stream_k_fixup``) added on its rows: its one wave
+    """``terms`` with stream-K's (``kshare.stream_k_fixup``) added on its rows: its one wave
     of workers (the first) runs n_seg segments, so n_seg - 1 of its steady periods are a
     segment's last k-block (Tc) instead, each later segment's fill is exposed beyond the
     epilogue and costs a tile overhead; the extra epilogues and the partials' reduction."""
-    sk = E.stream_k_fixup(x, first.a)
+    sk = K.stream_k_fixup(x, first.a)
     if sk is None:
         return terms
     on = x.stream_k > 0

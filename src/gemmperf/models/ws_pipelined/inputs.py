@@ -14,7 +14,7 @@ from .geometry import Grid
 
 @dataclass(frozen=True)
 class Switches:
-    """One switch per effect function of effects.py, all on by default; off, an effect
+    """One switch per effect function of effects.py and kshare.py, all on by default; off, an effect
     falls back to the plain ws-stage / ws-persistent assumption so its contribution shows."""
 
     pipelining: bool = True
@@ -44,6 +44,7 @@ class Switches:
     stream_k_lookup: bool = True
     ring_queue: bool = True
     split_row_latency: bool = True
+    store_exit: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
