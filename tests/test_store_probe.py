@@ -138,3 +138,21 @@ def test_the_exit_runs_pair_each_tiling_persistent_and_not_and_read_back_per_wav
     assert probe.main([]) == 0
     lines = capsys.readouterr().out.split("us per wave")[1].splitlines()[1:]
     assert len(lines) == 4 * 2 * 2 and all(line.count("/1.00") == 5 and line.count(":2.00/") == 5 for line in lines)
+
+
+def test_the_h200_exit_run_reads_back_a_non_persistent_wave_dearer_with_tma_stores():
+    """The lent H200's --exit run: all 160 runs verified; with C of 34 MB or more every
+    non-persistent grid takes longer a wave than its persistent twin, and a cooperative
+    tiling's gap is larger with TMA stores than with direct ones (the exit waits for the
+    staging buffers to be read: step 24's store_exit)."""
+    probe = load_script(ROOT / "benchmarks" / "store_probe.py")
+    with open(RUN.with_name("store_probe_exit_h200_2026-11-28.csv")) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 160 and all(r["status"] == "ok" for r in rows)
+    t = {(r["config"], int(r["m"]), int(r["k"])): float(r["time_us"]) for r in rows}
+    for tile in ("128x256", "128x128", "128x64"):
+        for k in probe.EXIT_KS:
+            for m in (1024, 2048, 4096, 8192):
+                gap = {e: t[f"{tile} cooperative {e} np", m, k] - t[f"{tile} cooperative {e}", m, k]
+                       for e in ("tma", "direct")}
+                assert 0 < gap["direct"] < gap["tma"], (tile, k, m, gap)
