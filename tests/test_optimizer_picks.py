@@ -194,15 +194,17 @@ def test_each_round_of_picks_has_its_own_name_and_the_committed_ones_are_read_in
     assert [[row["time_us"] for row in rows] for rows in script.picks_rounds("h200", "dev")] == [["1.0"], ["2.0"]]
 
 
-@pytest.mark.parametrize("gpu, name, pairs", [("h100", "dev", 2), ("h100", "heldout", 4), ("h200", "dev", 6),
-                                              ("h200", "heldout", 4)])
-def test_the_re_timed_picks_read_back(gpu, name, pairs):
-    """The lent GPUs' runs of --plan-picks' plans (step 22's re-ranked firsts that the
-    set's runs had not timed, each beside its shape's fastest timed run): every run of the
-    plan, in its order, verified; the shapes are the set's."""
+@pytest.mark.parametrize("gpu, name, round_, pairs", [("h100", "dev", 1, 2), ("h100", "heldout", 1, 4),
+                                                      ("h200", "dev", 1, 6), ("h200", "heldout", 1, 4),
+                                                      ("h200", "dev", 2, 7), ("h200", "heldout", 2, 1)])
+def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
+    """The lent GPUs' runs of --plan-picks' plans (round 1: step 22's re-ranked firsts that
+    the set's runs had not timed; round 2: step 24's that neither they nor round 1 had
+    timed; each beside its shape's fastest timed run): every run of the plan, in its
+    order, verified; the shapes are the set's."""
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
-    plan = script.read_plan(script.plan_path(script.picks_name(name), gpu))
-    with open(RESULTS / f"run_{gpu}_{script.picks_name(name)}.csv") as f:
+    plan = script.read_plan(script.plan_path(script.picks_name(name, round_), gpu))
+    with open(RESULTS / f"run_{gpu}_{script.picks_name(name, round_)}.csv") as f:
         rows = list(csv.DictReader(f))
     assert [r["kinds"] for r in rows] == ["corrected-1", "best-timed"] * pairs
     assert [(r["shape"], r["config"]) for r in rows] == [(f"{t['m']}x{t['n']}x{t['k']}", script.label(t)["config"])
