@@ -472,8 +472,9 @@ def store_exit(x: Inputs, out_tile):
         non-persistent: TM*TN*ob / store_bytes_per_us;   persistent: 0
     Measured (benchmarks/store_probe.py --exit, H200): with one to four k-blocks a
     non-persistent wave costs 0.9-1.5 us more than its persistent twin's with TMA stores,
-    0.7-1.0 us with direct ones. Off: 0 (the drain behind the next CTA, as a persistent
-    grid hides it behind its next tile)."""
+    0.6-1.1 us with direct ones (cooperative tilings); the difference follows the tile
+    less than this drain does (MODEL_ACCURACY, step 24). Off: 0 (the drain behind the
+    next CTA, as a persistent grid hides it behind its next tile)."""
     if not x.on.store_exit:
         return 0.0
     return np.where(x.persistent, 0.0, out_tile / x.c.store_bytes_per_us)
