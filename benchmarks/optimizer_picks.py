@@ -350,9 +350,9 @@ def untimed_picks(shapes, runs: list[dict], plan_rows: list[dict], ranked_of, ro
                   ) -> list[dict]:
     """Plan rows to time the re-ranked firsts (``ranked_of`` as ``rescored`` takes it) that
     neither the runs of a set nor its earlier ``rounds`` of ``--plan-picks`` runs timed (a
-    round's pair counts where both of its runs were verified), each beside its shape's fastest timed run (whose configuration ``plan_rows``, the
-    set's plan, holds): kinds "corrected-1" and "best-timed", with the fitted and
-    corrected predictions."""
+    round's pair counts where both of its runs were verified), each beside its shape's
+    fastest timed run (whose configuration ``plan_rows``, the set's plan, holds): kinds
+    "corrected-1" and "best-timed", with the fitted and corrected predictions."""
     ok = [r for r in runs if r["status"] == "ok"]
     timed = {(r["shape"], r["config"]) for r in ok} | set(_paired(rounds))
     out = []

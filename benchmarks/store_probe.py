@@ -46,7 +46,8 @@ FILL_BYTES = 1 << 31
 KS = (64, 128, 256, 512, 1024, 2048)  # --k-sweep: 1 to 32 k-blocks at M x N = 6144 x 16384
 PITCH_MS = (1024, 4096, 8192, 12288)  # --pitch: C of 34 to 400 MB
 PITCH_NS = (16328, 16321)  # rows 16 bytes off a sector; the same pitch with an odd N
-EXIT_MS = (256, 1024, 2048, 4096, 8192)  # --exit: C of 8 to 268 MB at N = 16384
+EXIT_N = 16384
+EXIT_MS = (256, 1024, 2048, 4096, 8192)  # --exit: C of 8 to 268 MB at N = EXIT_N
 EXIT_KS = (64, 256)  # one and four k-blocks
 EXIT_CONFIGS = ((128, 256, "cooperative", 4), (128, 128, "cooperative", 6), (128, 128, "pingpong", 6),
                 (128, 64, "cooperative", 7))  # (tile_m, tile_n, schedule, stages), each epilogue
@@ -64,7 +65,7 @@ def tasks(k_sweep: bool = False, pitch: bool = False, exit_: bool = False) -> li
                     cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64,
                                        stages=stages, cluster_m=1, cluster_n=1, persistent=persistent,
                                        raster="row", schedule=schedule, epilogue=epilogue)
-                    out += [{"m": m, "n": 16384, "k": k, **cfg.as_dict()} for k in EXIT_KS for m in EXIT_MS]
+                    out += [{"m": m, "n": EXIT_N, "k": k, **cfg.as_dict()} for k in EXIT_KS for m in EXIT_MS]
         return out
     for tile_m, tile_n, schedule, epilogue in CONFIGS[:2] if k_sweep else CONFIGS:
         cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64, stages=4,
@@ -135,17 +136,17 @@ def exit_table(rows: list[dict], sms: int) -> list[str]:
     """--exit's runs, one line a tiling, epilogue and K: the time per wave (``sms`` tiles,
     one CTA per SM) of the non-persistent grid and of the persistent one, us, by C's size
     (MB)."""
-    ok = {(r["config"], r["m"], r["k"]): r["time_us"] for r in rows if r["status"] == "ok"}
+    ok = {(r["config"], r["m"], r["k"]): r for r in rows if r["status"] == "ok"}
     out = ["us per wave, non-persistent / persistent, by C (MB)"]
     for config in dict.fromkeys(r["config"] for r in rows if not r["config"].endswith(" np")):
         tile_m, tile_n = (int(v) for v in config.split()[0].split("x"))
         for k in EXIT_KS:
             cells = []
             for m in EXIT_MS:
-                waves = -(-(m // tile_m) * (16384 // tile_n) // sms)
-                np_us, p_us = ok.get((config + " np", m, k)), ok.get((config, m, k))
-                if np_us is not None and p_us is not None:
-                    cells.append(f"{m * 16384 * 2 / 1e6:.0f}:{np_us / waves:.2f}/{p_us / waves:.2f}")
+                waves = -(-(m // tile_m) * (EXIT_N // tile_n) // sms)
+                np_run, p_run = ok.get((config + " np", m, k)), ok.get((config, m, k))
+                if np_run is not None and p_run is not None:
+                    cells.append(f"{p_run['c_mb']:.0f}:{np_run['time_us'] / waves:.2f}/{p_run['time_us'] / waves:.2f}")
             out.append(f"{config} K={k}: " + " ".join(cells))
     return out
 
