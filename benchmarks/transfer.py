@@ -11,21 +11,27 @@ development list; the sealed lists are not read) predicted by:
 - the source's measured time of the same configuration, reused;
 - the transfer anchored on it: the source's measured time times the ratio of the
   transfer's prediction to the source fit's on the source (``fit.transfer.anchored``);
+- the transfer corrected by the source's residual correction (``fit.transfer.score``'s
+  ``correction``, the one the source's workflow fits);
 - for scale, the target's own fit, leave one testlist out (what measuring GEMMs on the
   target buys).
 
-The source is fitted on all its development rows. Data: results/<gpu>/shipped/, or the
+The source is fitted (constants and correction) on all its development rows, which are
+the same shapes and configurations the target's rows hold: what the source measured of
+them enters the transfer. ``--loto`` adds the figure for shapes neither GPU measured: for
+each testlist, the source fitted without it, its transfer and corrected transfer scored on
+the target's rows of that list (six fits per direction, about 7 minutes at --jobs 2). Data: results/<gpu>/shipped/, or the
 lists of a sweep still under results/<gpu>/incoming/ (its hardware.json and
 <dtype>-microbench.csv there).
 
     python benchmarks/transfer.py [--gpus h100-sxm5-80gb,h200-sxm-141gb] [--dtype bf16] [--jobs 2]
-        [--microbench H100.csv,H200.csv]
+        [--microbench H100.csv,H200.csv] [--loto]
 
 ``--microbench`` names each GPU's microbenchmark file in the order of ``--gpus`` (fp8's
 are not shipped: benchmarks/results/microbench/ has both GPUs').
 
 Prints one table per direction (model x shape class) and the issue's targets, for the
-transfer and the anchored transfer, each against the reused times.
+transfer, the corrected transfer and the anchored transfer, each against the reused times.
 """
 
 from __future__ import annotations
@@ -57,17 +63,19 @@ def main(argv=None) -> int:
     p.add_argument("--dtype", default="bf16")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--microbench", default="", help="each GPU's microbenchmark CSV, in the order of --gpus")
+    p.add_argument("--loto", action="store_true", help="also each testlist left out of the source's fit")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT / "src"))
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import polars as pl
 
     from accuracy_protocol import SEALED, measurement_files, show
+    from residual_sweep import run_tasks
     from gemmperf import tables
     from gemmperf.fit import protocol as P
     from gemmperf.fit.accuracy import fit_all
     from gemmperf.fit.microbench import fit_paramset
-    from gemmperf.fit.transfer import baselines, microbench_figures, score, transfer
+    from gemmperf.fit.transfer import baselines, corrected_name, microbench_figures, score, transfer
     from gemmperf.tables import CONFIG_KEY as KEYS
     from gemmperf.hardware import load_gpu
 
@@ -86,18 +94,19 @@ def main(argv=None) -> int:
         dev = P.development({name: tables.read_measurements(path) for name, path in files.items()})
         side[slug] = {"gpu": gpu, "base": fit_paramset(gpu, str(mb), [family], args.dtype), "dev": dev,
                       "rates": microbench_figures(tables.read_measurements(mb, required=tables.MICROBENCH_REQUIRED))}
-        side[slug]["fitted"] = fit_all(dev, side[slug]["base"], residual=False)[0]
+        side[slug]["fitted"], side[slug]["correction"], _ = fit_all(dev, side[slug]["base"])
     slugs = list(side)
     for source, target in ((slugs[0], slugs[1]), (slugs[1], slugs[0])):
         s, t = side[source], side[target]
         rows = t["dev"]
         tr = transfer(s["fitted"], s["base"], t["base"], s["rates"], t["rates"])
         models = baselines(s["fitted"], s["base"], t["base"], tr)
-        preds, _ = score(models, rows, s["dev"], source, source_fit=s["fitted"])
+        preds, _ = score(models, rows, s["dev"], source, source_fit=s["fitted"], correction=s["correction"])
+        corrected = corrected_name(s["fitted"], models)
         own = P.evaluate(rows, t["base"], "testlist", residual=False, jobs=args.jobs)
         own = own.select(*KEYS, "testlist", pl.col("fitted_us").alias(f"{target} own fit, leave one testlist out"))
         preds = preds.join(own, on=[*KEYS, "testlist"], how="left")
-        columns = {name: name for name in [*models, f"{source} measured, reused",
+        columns = {name: name for name in [*models, corrected, f"{source} measured, reused",
                                           f"transfer anchored on {source} measured",
                                           f"{target} own fit, leave one testlist out"]}
         paired = preds
@@ -107,13 +116,41 @@ def main(argv=None) -> int:
         print(f"\nmicrobenchmark figures {source}: {figures(s['rates'])}; {target}: {figures(t['rates'])}")
         every = summary.filter(pl.col("class") == "all")
         reused = every.filter(pl.col("model") == f"{source} measured, reused")
-        for model in (f"transfer {source} -> {target}", f"transfer anchored on {source} measured"):
+        for model in (f"transfer {source} -> {target}", corrected, f"transfer anchored on {source} measured"):
             done = every.filter(pl.col("model") == model)
             for name, limit in TARGETS.items():
                 value, other = done.get_column(name).item(), reused.get_column(name).item()
                 print(f"target: {model}: {name} {value:.2f} <= {limit}: {'met' if value <= limit else 'NOT met'}; "
                       f"{'beats' if value < other else 'does not beat'} reused times ({other:.2f})")
+        if args.loto:
+            lists = sorted(rows.get_column("testlist").unique())
+            tasks = [(s["dev"].filter(pl.col("testlist") != name), rows.filter(pl.col("testlist") == name), s["base"],
+                      t["base"], s["rates"], t["rates"]) for name in lists]
+            held = pl.concat(run_tasks(heldout_transfer, tasks, args.jobs), how="diagonal_relaxed")
+            show(P.summary(held, columns={name: name for name in HELDOUT}),
+                 f"{source} -> {target}, each testlist left out of {source}'s fit ({held.height} rows)")
     return 0
+
+
+HELDOUT = ("transfer", "transfer + source correction")
+
+
+def heldout_transfer(task):
+    """The target's rows of one testlist predicted by the transfer, and the corrected
+    transfer, of a source fit (constants and correction) that did not see that list."""
+    import polars as pl
+
+    from gemmperf.fit.accuracy import fit_all, single_thread_blas
+    from gemmperf.fit.transfer import transfer
+    from gemmperf.models import ws_pipelined as W
+
+    train, test, source_base, target_base, source_rates, target_rates = task
+    with single_thread_blas():
+        fitted, correction, _ = fit_all(train, source_base)
+    moved = W.predict(test, transfer(fitted, source_base, target_base, source_rates, target_rates))
+    corrected = correction.onto(target_base.gpu.sms)(moved)
+    return test.with_columns(moved.get_column("predicted_us").alias(HELDOUT[0]),
+                             corrected.get_column("corrected_us").alias(HELDOUT[1]))
 
 
 if __name__ == "__main__":

@@ -154,12 +154,22 @@ def _cli_results(tmp_path: Path) -> ParamSet:
     return fitted
 
 
+def _carried(fitted: ParamSet) -> ParamSet:
+    """``fitted`` (the H100's) carried onto the H200 as `predict --transfer-from` does, from
+    the microbenchmarks ``_cli_results`` put in the working folder."""
+    from gemmperf.fit.microbench import fit_paramset
+    from gemmperf.tables import MICROBENCH_REQUIRED, read_measurements
+
+    files = [Path("results/h100-sxm5-80gb/shipped/microbench.csv"), Path("results/h200-sxm-141gb/microbench.csv")]
+    bases = [fit_paramset(g, str(f), [FAM], DT, log=lambda *_: None) for g, f in zip((H100, H200), files)]
+    rates = [microbench_figures(read_measurements(f, required=MICROBENCH_REQUIRED)) for f in files]
+    return transfer(fitted, *bases, *rates)
+
+
 def test_predict_transfer_from_another_gpus_fit(tmp_path, monkeypatch, capsys):
     """gemmperf predict --gpu h200 --transfer-from h100: the H100's params.json carried onto
     the H200's microbenchmarks, the same prediction as fit.transfer's, said so."""
     from gemmperf.app.cli import main
-    from gemmperf.fit.microbench import fit_paramset
-    from gemmperf.tables import MICROBENCH_REQUIRED, read_measurements
 
     _cli_results(tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -167,11 +177,7 @@ def test_predict_transfer_from_another_gpus_fit(tmp_path, monkeypatch, capsys):
                  "--shape", "4096x4096x4096", "--json"]) == 0
     out = capsys.readouterr().out
     row, = json.loads(out)
-    files = [Path("results/h100-sxm5-80gb/shipped/microbench.csv"), Path("results/h200-sxm-141gb/microbench.csv")]
-    bases = [fit_paramset(g, str(f), [FAM], DT, log=lambda *_: None) for g, f in zip((H100, H200), files)]
-    rates = [microbench_figures(read_measurements(f, required=MICROBENCH_REQUIRED)) for f in files]
-    fitted = ParamSet.load("results/h100-sxm5-80gb/params.json", H100)
-    want = transfer(fitted, *bases, *rates)
+    want = _carried(ParamSet.load("results/h100-sxm5-80gb/params.json", H100))
     from gemmperf import configs
     from gemmperf.problem import KernelConfig, Shape
 
@@ -185,7 +191,8 @@ def test_predict_transfer_from_another_gpus_fit(tmp_path, monkeypatch, capsys):
     (["--transfer-from", "a100-sxm4-80gb"], r"--transfer-from a100-sxm4-80gb: no fitted parameters in "
                                             r"results/a100-sxm4-80gb/params\.json"),
     (["--transfer-from", "nonsense"], r"--transfer-from nonsense: unknown GPU 'nonsense'"),
-    (["--transfer-from", "h100-sxm5-80gb", "--corrected"], r"no residual correction is learned"),
+    (["--transfer-from", "h100-sxm5-80gb", "--corrected"],
+     r"results/h100-sxm5-80gb/correction\.json: no residual correction for h100-sxm5-80gb"),
     (["--anchor", "h100.csv"], r"--anchor: give --transfer-from GPU too"),
     (["--transfer-from", "h100-sxm5-80gb", "--anchor", "missing.csv"], r"missing\.csv: measurement file not found"),
 ])
@@ -289,3 +296,96 @@ def test_predict_anchored_on_the_source_gpus_measurements(tmp_path, monkeypatch,
                                                                    "cluster_m", "epilogue", "schedule")))
         assert r["predicted_us"] == pytest.approx(measured * twin["predicted_us"] / own, rel=1e-9)
         assert r["source_us"] == pytest.approx(measured)
+
+
+def _kernels_off_by_tile(pset: ParamSet, shapes) -> pl.DataFrame:
+    """Synthetic measurements of ``pset``'s GPU in which the model's error follows the
+    configuration as a real kernel's does: 64-row tiles 1.3x its prediction, direct
+    epilogues 0.85x (the same on any GPU of the architecture)."""
+    import itertools
+
+    from gemmperf.fit.accuracy import synthetic_measurements
+    from gemmperf.tables import CONFIG_DEFAULTS, TILING_COLUMNS
+
+    base = {c: CONFIG_DEFAULTS[c] for c in TILING_COLUMNS}
+    cfgs = pl.DataFrame([{**base, "tile_m": tm, "tile_n": tn, "epilogue": e, "persistent": p}
+                         for tm, tn, e, p in itertools.product([64, 128], [128, 256], ["tma", "direct"],
+                                                               [False, True])])
+    rows = synthetic_measurements(pset, shapes, cfgs, noise=0.01)
+    off = pl.when(pl.col("tile_m") == 64).then(1.3).otherwise(1.0) * pl.when(
+        pl.col("epilogue") == "direct").then(0.85).otherwise(1.0)
+    return rows.with_columns(pl.col("time_us") * off)
+
+
+def test_the_sources_correction_carries_with_the_transfer():
+    """score(..., correction=): the transfer's prediction on the target corrected by the
+    source's residual correction (same trees, the target's SM count), named after the
+    source; where the model's error follows the configuration on both GPUs, the corrected
+    transfer is closer to the target's times than the transfer alone, with nothing
+    measured on the target."""
+    import numpy as np
+
+    from gemmperf.fit import protocol as P
+    from gemmperf.fit.residual import Correction
+    from gemmperf.fit.transfer import baselines, corrected_name, score, transfer_name
+
+    shapes = [(m, n, k) for m in (128, 1024, 4096) for n in (2048, 8192) for k in (512, 4096)]
+    src_fit, dst_base = ParamSet(gpu=H100), ParamSet(gpu=H200)
+    src = P.development({"synthetic": _kernels_off_by_tile(src_fit, shapes)})
+    dst = P.development({"synthetic": _kernels_off_by_tile(dst_base, shapes)})
+    correction = Correction.fit(W.predict(src, src_fit), H100.sms)
+    models = baselines(src_fit, ParamSet(gpu=H100), dst_base, dst_base)
+    preds, summary = score(models, dst, source_fit=src_fit, correction=correction)
+    name = corrected_name(src_fit, models)
+    assert name == f"{transfer_name(src_fit, models)} + h100-sxm5-80gb correction"
+    want = correction.onto(H200.sms)(W.predict(dst, dst_base)).get_column("corrected_us")
+    assert preds.get_column(name).to_numpy() == pytest.approx(want.to_numpy(), rel=1e-12)
+    mape = {r["model"]: r["mape_pct"] for r in summary.filter(pl.col("class") == "all").iter_rows(named=True)}
+    assert mape[name] < 0.5 * mape[transfer_name(src_fit, models)]
+    moved = preds.get_column(name).to_numpy() / preds.get_column("time_us").to_numpy()
+    assert np.exp(np.abs(np.log(moved)).mean()) < 1.05
+    with pytest.raises(UserError, match="needs the source's fit"):
+        score(models, dst, correction=correction)
+
+
+def test_a_correction_carried_onto_another_gpu_counts_its_sms():
+    """Correction.onto: the same trees, the features in SMs counted on the target (a
+    what-if GPU of 148 SMs sees other waves' fill than the H100's 132)."""
+    from gemmperf.fit.residual import Correction, features
+
+    rows = _kernels_off_by_tile(ParamSet(gpu=H100), [(4096, 4096, 1024), (1024, 8192, 4096), (512, 2048, 512)])
+    pred = W.predict(rows, ParamSet(gpu=H100))
+    corr = Correction.fit(pred, H100.sms, n_estimators=20, min_samples_leaf=4)
+    moved = corr.onto(148)
+    assert moved.estimator is corr.estimator and moved.sms == 148 and corr.sms == H100.sms
+    assert moved.meta["trained_on_sms"] == H100.sms
+    assert not features(pred, 148).equals(features(pred, H100.sms))
+
+
+def test_predict_transfer_from_corrected_uses_the_source_gpus_correction(tmp_path, monkeypatch, capsys):
+    """gemmperf predict --gpu h200 --transfer-from h100 --corrected: the carried prediction
+    times the H100's residual correction (results/h100-sxm5-80gb/correction.json), said so."""
+    from gemmperf import configs
+    from gemmperf.app.cli import main
+    from gemmperf.fit.residual import Correction
+    from gemmperf.problem import KernelConfig, Shape
+
+    fitted = _cli_results(tmp_path)
+    shapes = [(m, n, k) for m in (128, 2048) for n in (4096, 8192) for k in (1024, 4096)]
+    src = _kernels_off_by_tile(fitted, shapes)
+    correction = Correction.fit(W.predict(src, fitted), H100.sms)
+    correction.save(tmp_path / "results" / "h100-sxm5-80gb" / "correction.json")
+    monkeypatch.chdir(tmp_path)
+    argv = ["predict", "--gpu", "h200-sxm-141gb", "--transfer-from", "h100-sxm5-80gb", "--shape", "4096x4096x4096",
+            "--tile", "64x256x64"]
+    assert main([*argv, "--json"]) == 0
+    plain, = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--corrected", "--json"]) == 0
+    row, = json.loads(capsys.readouterr().out)
+    rows = configs.cross([Shape(4096, 4096, 4096)], [KernelConfig(family=FAM, dtype=DT, tile_m=64, tile_n=256)])
+    factor = correction.onto(H200.sms).factor(W.predict(rows, _carried(fitted)))[0]
+    assert row["uncorrected_us"] == pytest.approx(plain["predicted_us"], rel=1e-12)
+    assert row["predicted_us"] == pytest.approx(plain["predicted_us"] * factor, rel=1e-9)
+    assert factor > 1.05  # the 64-row tile's error (1.3x), learned on the H100
+    assert main([*argv, "--corrected"]) == 0
+    assert "corrected: by the residual correction learned on h100-sxm5-80gb's GEMMs" in capsys.readouterr().out

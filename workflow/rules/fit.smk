@@ -161,9 +161,9 @@ rule score_ablations:
         )
 
 
-# One GPU's fit carried onto another with no GEMM measured there (issue 18), scored on
-# the other's measurements beside its baselines: `snakemake --cores all transfer`, for
-# every ordered pair of TRANSFER_GPUS.
+# One GPU's fit and residual correction carried onto another with no GEMM measured there
+# (issue 18), scored on the other's measurements beside its baselines: `snakemake --cores
+# all transfer`, for every ordered pair of TRANSFER_GPUS.
 rule transfer_pair:
     output:
         summary="results/transfer/{src}/to-{dst}.json",
@@ -171,6 +171,7 @@ rule transfer_pair:
     input:
         source_hardware="results/{src}/hardware.json",
         source_params="results/{src}/params.json",
+        source_correction="results/{src}/correction.json",
         source_microbench=of_gpu(microbench, "src"),
         source_measurements=of_gpu(all_measurements, "src"),
         hardware="results/{dst}/hardware.json",
@@ -187,6 +188,7 @@ rule transfer_pair:
         logged(
             "gemmperf transfer --source-gpu {input.source_hardware:q}"
             " --source-params {input.source_params:q}"
+            " --source-correction {input.source_correction:q}"
             " --source-microbench {input.source_microbench:q}"
             " --source-measurements {input.source_measurements:q}"
             " --gpu {input.hardware:q} --microbench {input.microbench:q}"

@@ -51,6 +51,7 @@ PREDICT_EPILOG = """examples:
       --stream-k
   gemmperf predict --gpu h100-sxm5-80gb --shape 4096x4096x4096 --dtype fp8 --explain
   gemmperf predict --gpu h200-sxm-141gb --transfer-from h100-sxm5-80gb --shape 4096x4096x4096
+  gemmperf predict --gpu h200-sxm-141gb --transfer-from h100-sxm5-80gb --shape 4096x4096x4096 --corrected
   gemmperf predict --gpu h200-sxm-141gb --transfer-from h100-sxm5-80gb \
       --input results/h100-sxm5-80gb/shipped/measurements/llm.csv \
       --anchor results/h100-sxm5-80gb/shipped/measurements/llm.csv
@@ -64,7 +65,8 @@ than bf16), else the GPU descriptor's defaults: the answer says which. --transfe
 predicts --gpu from GPU's fit instead, carried over by the units of each value onto --gpu's
 microbenchmarks (shipped, or the workflow's results/<gpu>/microbench.csv), or onto its
 descriptor where either GPU has none: no GEMM measured on --gpu enters (issue 18's transfer;
-benchmarks/transfer.py scores it). With --anchor (that GPU's measurement CSVs), a
+benchmarks/transfer.py scores it); with --corrected, GPU's residual correction (its
+correction.json) corrects the carried prediction. With --anchor (that GPU's measurement CSVs), a
 configuration it measured is also answered by its measured time times the model's ratio
 of the two GPUs (model "ws-pipelined anchored on <GPU>"): what the model gets wrong about
 the kernel on both GPUs cancels (fit.transfer.anchored).
@@ -232,10 +234,8 @@ def cmd_predict(a) -> int:
     gpu = resolve_gpu(a.gpu)
     if a.anchor and not a.transfer_from:
         raise UserError("--anchor: give --transfer-from GPU too (the GPU the measurements were taken on)")
+    fitted = None
     if a.transfer_from:
-        if a.correction or a.corrected:
-            raise UserError("--transfer-from: no residual correction is learned for a GPU without GEMM "
-                            "measurements; leave out --correction / --corrected")
         pset, fitted = transferred_params(gpu, a.transfer_from, a.params, a.set, a.dtype)
     else:
         pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu, a.dtype)
@@ -244,8 +244,12 @@ def cmd_predict(a) -> int:
     names = _model_names(a.model)
     correction = Correction.load(a.correction) if a.correction else None
     if a.corrected:
-        correction = correction or load_correction(RESULTS, run_name(gpu.slug, a.dtype))
+        # a transfer is corrected by the correction learned where its fit was (fit.transfer)
+        learned_on = fitted.gpu.slug if fitted is not None else gpu.slug
+        correction = correction or load_correction(RESULTS, run_name(learned_on, a.dtype))
         names = [n for n in names if n != "ws-pipelined"] if a.model == "all" else []
+    if correction is not None and fitted is not None:
+        correction = correction.onto(gpu.sms)
     out = predict_all(table, pset, names, correction)
     anchor_note = None
     if a.anchor:
@@ -254,7 +258,9 @@ def cmd_predict(a) -> int:
     answers.check_times(out)
     source = answers.params_source(pset, answers.table_pairs(table))
     out = out.with_columns(pl.lit(source).alias("params_source"))
-    note = "\n".join(n for n in (_what_if_note(out), anchor_note) if n) or None
+    carried_note = (f"corrected: by the residual correction learned on {fitted.gpu.slug}'s GEMMs, carried with its "
+                    f"fit (none measured on {gpu.slug})" if correction is not None and fitted is not None else None)
+    note = "\n".join(n for n in (_what_if_note(out), anchor_note, carried_note) if n) or None
     if a.output:
         _write(out, a.output)
         print(f"parameters: {source}", file=sys.stderr)
@@ -357,7 +363,8 @@ def add_parsers(sub) -> None:
                    help="correction.json: also predict the corrected ws-pipelined (the flag alone: none)")
     p.add_argument("--corrected", action="store_true",
                    help="only the corrected ws-pipelined (correction from --correction or "
-                   "results/<gpu>/correction.json; results/<gpu>/<dtype>/ for a dtype other than bf16)")
+                   "results/<gpu>/correction.json, with --transfer-from that GPU's; results/<gpu>/<dtype>/ "
+                   "for a dtype other than bf16)")
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("simulate", help="the ws-stage event timeline of one configuration",

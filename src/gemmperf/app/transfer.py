@@ -12,6 +12,7 @@ import polars as pl
 
 from ..errors import UserError
 from ..fit import protocol
+from ..fit.residual import Correction
 from ..fit.transfer import baselines, score
 from ..tables import read_measurements
 from .modelparams import carried, fitted_of
@@ -31,8 +32,9 @@ def cmd_transfer(a) -> int:
     pset, source_base, target_base = carried(fitted, gpu, a.source_microbench, a.microbench, a.dtype)
     target = _rows(a.measurements, gpu.slug)
     source = _rows(a.source_measurements, src_gpu.slug) if a.source_measurements else None
+    correction = Correction.load(a.source_correction) if a.source_correction else None
     preds, summary = score(baselines(fitted, source_base, target_base, pset), target, source, src_gpu.slug,
-                           source_fit=fitted)
+                           source_fit=fitted, correction=correction)
     onto = "microbenchmarks" if a.source_microbench and a.microbench else "descriptors"
     meta = {"source": src_gpu.slug, "target": gpu.slug, "dtype": a.dtype, "source_params": a.source_params,
             "against": onto, "rows": preds.height, "shapes": preds.select("m", "n", "k").unique().height,
@@ -55,6 +57,7 @@ def cmd_transfer(a) -> int:
 EXAMPLE = """example (what `snakemake --cores all transfer` runs for each pair of GPUs with data):
   gemmperf transfer --source-gpu results/h100-sxm5-80gb/hardware.json \\
       --source-params results/h100-sxm5-80gb/params.json \\
+      --source-correction results/h100-sxm5-80gb/correction.json \\
       --source-microbench results/h100-sxm5-80gb/shipped/microbench.csv \\
       --source-measurements results/h100-sxm5-80gb/shipped/measurements/*.csv \\
       --gpu results/h200-sxm-141gb/hardware.json --microbench results/h200-sxm-141gb/shipped/microbench.csv \\
@@ -72,10 +75,13 @@ def add_parsers(sub) -> None:
                        "baselines: its descriptor alone, its microbenchmarks alone, the source's fit as it is, "
                        "and the source's measured times of the same configurations reused; with those, also "
                        "the transfer anchored on them (the source's measured time times the ratio of the "
-                       "two GPUs' predictions).",
+                       "two GPUs' predictions); with --source-correction, also the transfer corrected by the "
+                       "source's residual correction.",
                        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--source-gpu", required=True, help="the fitted GPU: catalog slug or hardware.json")
     p.add_argument("--source-params", required=True, help="its params.json (gemmperf fit)")
+    p.add_argument("--source-correction", help="its correction.json (gemmperf fit): also score the transfer "
+                   "corrected by it")
     p.add_argument("--source-microbench", nargs="?", help="its microbench.csv (both or neither: else descriptors)")
     p.add_argument("--source-measurements", nargs="*", default=[],
                    help="its measurement CSVs (the reused-times baseline and the anchored transfer)")

@@ -264,6 +264,12 @@ class Correction:
         est = ResidualRegressor(**estimator_params).fit(X[ok], y[ok], progress=progress)
         return cls(est, sms, {**(meta or {}), "n_train": int(ok.sum())})
 
+    def onto(self, sms: int) -> Correction:
+        """The same trees applied on a GPU of ``sms`` SMs (a correction carried to another GPU
+        with the fit, ``fit.transfer``): the features in SMs (``last_wave_fill``,
+        ``log_tiles_per_sm``) count the target's."""
+        return Correction(self.estimator, sms, {**self.meta, "trained_on_sms": self.meta.get("trained_on_sms", self.sms)})
+
     def factor(self, pred: pl.DataFrame) -> np.ndarray:
         return np.exp(self.estimator.predict(features(pred, self.sms).to_numpy()))
 

@@ -27,6 +27,12 @@ microbenchmarks and descriptor say, each value by its unit:
 Where the source GPU measured a configuration, ``anchored`` gives a second answer: its
 measured time times the ratio of the transfer's prediction to the source fit's, so only
 the model's account of the change between the GPUs enters, not its error on the kernel.
+
+The source's residual correction (``fit.residual``) carries too (``score``'s
+``correction``): it learned where the analytical model is off for a kernel and a shape,
+from configuration and model features that mean the same on another GPU of the same
+architecture (tiles, waves, the ring's and the epilogue's shares), applied to the
+transfer's prediction. Still no GEMM measured on the target.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from ..params import ParamSet
 from ..tables import CONFIG_KEY
 from . import protocol as P
 from .constants import ceilings
+from .residual import Correction
 
 BY_MICROBENCH = ("t_init_us", "t_epilogue_us", "math_flops_per_us")
 AS_IS = ("load_latency_us",)
@@ -132,6 +139,11 @@ def transfer_name(fitted: ParamSet, models: dict) -> str:
     return next(name for name in models if name.startswith(f"transfer {fitted.gpu.slug} -> "))
 
 
+def corrected_name(fitted: ParamSet, models: dict) -> str:
+    """The name of the transfer with the source's residual correction (``score``)."""
+    return f"{transfer_name(fitted, models)} + {fitted.gpu.slug} correction"
+
+
 def baselines(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet, transferred: ParamSet) -> dict:
     """name -> ParamSet of the transfer and what it is compared with, on the target GPU:
     its descriptor alone, its microbenchmarks alone, the source's fit as it is, the transfer."""
@@ -165,17 +177,28 @@ def anchored(target: pl.DataFrame, source_rows: pl.DataFrame, source_fit: ParamS
 
 
 def score(models: dict[str, ParamSet], target_rows: pl.DataFrame, source_rows: pl.DataFrame | None = None,
-          source: str = "source", source_fit: ParamSet | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+          source: str = "source", source_fit: ParamSet | None = None,
+          correction: Correction | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(predictions, summary): the target's development rows (``fit.protocol.development``)
     predicted by ws-pipelined under each of ``models`` (name -> ParamSet), and where
     ``source_rows`` are given the source GPU's measured time of the same configuration
     ("<source> measured, reused") and, with ``source_fit`` (the source's fitted set, on
     its own GPU), the transfer of ``baselines`` anchored on it (``anchored``: "transfer
-    anchored on <source> measured"); scored on the rows every model answers (paired with a
-    source row where there are source rows) per shape class (``protocol.summary``)."""
-    preds = target_rows.with_columns([W.predict(target_rows, pset).get_column("predicted_us").alias(name)
-                                      for name, pset in models.items()])
+    anchored on <source> measured"); with ``source_fit`` and ``correction`` (the source's
+    residual correction), the transfer corrected by it (``corrected_name``); scored on the
+    rows every model answers (paired with a source row where there are source rows) per
+    shape class (``protocol.summary``)."""
+    tables = {name: W.predict(target_rows, pset) for name, pset in models.items()}
+    preds = target_rows.with_columns([table.get_column("predicted_us").alias(name) for name, table in tables.items()])
     columns = {name: name for name in models}
+    if correction is not None:
+        if source_fit is None:
+            raise UserError("transfer: a carried correction needs the source's fit (source_fit)")
+        moved = transfer_name(source_fit, models)
+        name = corrected_name(source_fit, models)
+        corrected = correction.onto(models[moved].gpu.sms)(tables[moved])
+        preds = preds.with_columns(corrected.get_column("corrected_us").alias(name))
+        columns[name] = name
     if source_rows is not None:
         name = f"{source} measured, reused"
         reused = source_rows.group_by(list(CONFIG_KEY)).agg(pl.col("time_us").mean().alias(name))
