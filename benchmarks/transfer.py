@@ -20,9 +20,9 @@ The source is fitted (constants and correction) on all its development rows, whi
 the same shapes and configurations the target's rows hold: what the source measured of
 them enters the transfer. ``--loto`` adds the figure for shapes neither GPU measured: for
 each testlist, the source fitted without it, its transfer and corrected transfer scored on
-the target's rows of that list (six fits per direction, about 7 minutes at --jobs 2). Data: results/<gpu>/shipped/, or the
-lists of a sweep still under results/<gpu>/incoming/ (its hardware.json and
-<dtype>-microbench.csv there).
+the target's rows of that list (six fits per direction; bf16 in all about 10 minutes at
+--jobs 2). Data: results/<gpu>/shipped/, or the lists of a sweep still under
+results/<gpu>/incoming/ (its hardware.json and <dtype>-microbench.csv there).
 
     python benchmarks/transfer.py [--gpus h100-sxm5-80gb,h200-sxm-141gb] [--dtype bf16] [--jobs 2]
         [--microbench H100.csv,H200.csv] [--loto]

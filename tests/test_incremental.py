@@ -285,13 +285,17 @@ def test_the_shipped_h200_reruns_only_its_chain_and_the_index(shipped_wf):
     assert ratio, page[page.index("GPUs side by side"):][:2000]
     # the same configurations measured on both GPUs: the H200 ran them 0.8-1.1x the H100's time
     assert int(ratio.group(1)) > 0 and 0.8 < float(ratio.group(2)) < 1.1
-    # the target `transfer`: each GPU's fit carried onto the other, scored there
+    # the target `transfer`: each GPU's fit and correction carried onto the other, scored there
     assert shipped_wf.pending("transfer") == {"transfer_pair": 2, "transfer": 1}
     shipped_wf.run("transfer")
     for src, dst in ((SLUG, h200), (h200, SLUG)):
         scores = json.loads((shipped_wf.root / "results" / "transfer" / src / f"to-{dst}.json").read_text())
-        models = {r["model"] for r in scores["summary"] if r["class"] == "all"}
-        assert {f"transfer {src} -> {dst}", f"{src} measured, reused", "catalog defaults"} <= models, models
+        mape = {r["model"]: r["mape_pct"] for r in scores["summary"] if r["class"] == "all"}
+        moved, corrected = f"transfer {src} -> {dst}", f"transfer {src} -> {dst} + {src} correction"
+        assert {moved, corrected, f"{src} measured, reused", "catalog defaults"} <= set(mape), mape
+        # the source's residual correction, carried (on this small set its trees hardly split:
+        # what it buys on the shipped data is benchmarks/transfer.py's figure)
+        assert 0 < mape[corrected] < 100
         assert scores["meta"]["against"] == "microbenchmarks" and scores["meta"]["rows"] > 0
     assert {p: p.stat().st_mtime_ns for p in h100.rglob("*") if p.is_file()} == before
 

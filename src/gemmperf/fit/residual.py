@@ -268,7 +268,8 @@ class Correction:
         """The same trees applied on a GPU of ``sms`` SMs (a correction carried to another GPU
         with the fit, ``fit.transfer``): the features in SMs (``last_wave_fill``,
         ``log_tiles_per_sm``) count the target's."""
-        return Correction(self.estimator, sms, {**self.meta, "trained_on_sms": self.meta.get("trained_on_sms", self.sms)})
+        trained_on = self.meta.get("trained_on_sms", self.sms)
+        return Correction(self.estimator, sms, {**self.meta, "trained_on_sms": trained_on})
 
     def factor(self, pred: pl.DataFrame) -> np.ndarray:
         return np.exp(self.estimator.predict(features(pred, self.sms).to_numpy()))
