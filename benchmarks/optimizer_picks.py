@@ -98,17 +98,19 @@ def fresh_shapes() -> dict[str, list]:
     return out
 
 
-def carried_fit(source: str, gpu):
+def carried_fit(source: str, gpu, residual: bool = False):
     """The fit of GPU ``source`` (its constants on every development row) carried onto
-    ``gpu`` through both GPUs' shipped microbenchmarks, no GEMM of ``gpu`` read."""
+    ``gpu`` through both GPUs' shipped microbenchmarks, no GEMM of ``gpu`` read; with
+    ``residual``, (that, ``source``'s residual correction carried onto ``gpu``'s SMs)."""
     from model_ceiling import development
 
     from gemmperf.app.modelparams import carried, microbench_file
     from gemmperf.fit.accuracy import fit_all
 
     dev, pset = development(source, "bf16")
-    fitted, _, _ = fit_all(dev, pset, residual=False)
-    return carried(fitted, gpu, microbench_file(source), microbench_file(gpu.slug), "bf16")[0]
+    fitted, corr, _ = fit_all(dev, pset, residual=residual)
+    moved = carried(fitted, gpu, microbench_file(source), microbench_file(gpu.slug), "bf16")[0]
+    return (moved, corr.onto(gpu.sms)) if residual else moved
 
 
 def workflow_fit(gpu_key: str):
@@ -332,6 +334,30 @@ def rescored(shapes, runs: list[dict], ranked_of, rounds: list[list[dict]] = ())
             f"later, {untimed} not)  {stats(regret)}  within 1%: {sum(x <= 1.0 for x in regret)}/{len(regret)}"]
 
 
+def carried_errors(runs: list[dict], plan_rows: list[dict], moved, correction, source: str) -> list[str]:
+    """Every verified run of a set predicted with no GEMM of its GPU read: ``source``'s fit
+    carried (``moved``) and that with ``source``'s residual correction (``correction``,
+    carried onto the GPU's SMs); absolute error % against the measured time, over every
+    run and over the carried fit's answers ("transfer-1")."""
+    import polars as pl
+
+    from gemmperf.models import ws_pipelined as W
+
+    timed = {(r["shape"], r["config"]): r for r in runs if r["status"] == "ok"}
+    rows = [{**{c: t[c] for c in ("m", "n", "k")}, **{f: t[f] for f in CONFIG}, "time_us": float(run["time_us"]),
+             "answer": "transfer-1" in run["kinds"].split()}
+            for t in plan_rows if (run := timed.get((label(t)["shape"], label(t)["config"])))]
+    table = pl.DataFrame(rows)
+    pred = correction(W.predict(table, moved))
+    out = []
+    for col, what in (("predicted_us", f"{source}'s fit carried"), ("corrected_us", "and its correction")):
+        ape = (pred.get_column(col) / table.get_column("time_us") - 1.0).abs() * 100.0
+        answers = ape.filter(table.get_column("answer"))
+        out.append(f"  {what}, absolute error % of every run ({len(ape)})  {_stats(ape.to_list())};"
+                   f"  of its answers ({len(answers)})  {_stats(answers.to_list())}")
+    return out
+
+
 def _paired(rounds: list[list[dict]]) -> dict[tuple[str, str], tuple[float, float]]:
     """(shape, re-ranked first) -> (its time, the time of the shape's fastest run beside
     it) of ``--plan-picks`` ``rounds`` (oldest first; the latest round that verified both
@@ -403,11 +429,15 @@ def rescore(gpu_key: str, plan_untimed: bool = False) -> list[str]:
         sol, ranked = answered(shape, gpu, fitted, corr)
         return sol.config, ranked
 
+    source = TRANSFER_FROM.get(gpu_key)
+    moved = carried_fit(source, gpu, residual=True) if source else None
     out = []
     for name, shapes in fresh_shapes().items():
         runs = read_csv(RESULTS / f"run_{gpu_key}_{name}.csv")
         rounds = picks_rounds(gpu_key, name)
         out += [f"{gpu_key} {name}:", *rescored(shapes, runs, ranked_of, rounds)]
+        if moved is not None:
+            out += carried_errors(runs, read_plan(plan_path(name, gpu_key)), *moved, source)
         if plan_untimed:
             rows = untimed_picks(shapes, runs, read_plan(plan_path(name, gpu_key)), ranked_of, rounds)
             path = plan_path(picks_name(name, len(rounds) + 1), gpu_key)
