@@ -353,8 +353,9 @@ def carried_errors(runs: list[dict], plan_rows: list[dict], moved, correction, s
     for col, what in (("predicted_us", f"{source}'s fit carried"), ("corrected_us", "and its correction")):
         ape = (pred.get_column(col) / table.get_column("time_us") - 1.0).abs() * 100.0
         answers = ape.filter(table.get_column("answer"))
+        of_answers = _stats(answers.to_list()) if len(answers) else "none"
         out.append(f"  {what}, absolute error % of every run ({len(ape)})  {_stats(ape.to_list())};"
-                   f"  of its answers ({len(answers)})  {_stats(answers.to_list())}")
+                   f"  of its answers ({len(answers)})  {of_answers}")
     return out
 
 

@@ -212,3 +212,35 @@ def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     assert all(r["status"] == "ok" for r in rows)
     fresh = {f"{s.m}x{s.n}x{s.k}" for s in script.fresh_shapes()[name]}
     assert {r["shape"] for r in rows} <= fresh
+
+
+def test_carried_errors_score_every_verified_run_and_the_carried_answers():
+    """carried_errors: each verified run of a set (its configuration from the plan) predicted
+    by a carried fit, then corrected; the absolute errors over every run and over the
+    carried fit's answers ("transfer-1"); failed runs and runs the plan does not hold are
+    left out. With measured times exactly 1.25x the carried prediction and a correction of
+    1.25x, the first line reads 20% and the second 0%."""
+    import polars as pl
+
+    from gemmperf.models import ws_pipelined as W
+    from gemmperf.params import ParamSet
+
+    script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
+    gpu = get_gpu("h200-sxm-141gb")
+    plan = script.read_plan(script.plan_path("heldout", "h200"))[:12]
+    moved = ParamSet(gpu=gpu)
+    table = pl.DataFrame([{**{c: t[c] for c in ("m", "n", "k")}, **{f: t[f] for f in script.CONFIG}} for t in plan])
+    times = (W.predict(table, moved).get_column("predicted_us") * 1.25).to_list()
+    runs = [{**script.label(t), "status": "ok" if i != 3 else "wrong", "time_us": str(us)}
+            for i, (t, us) in enumerate(zip(plan, times))]
+
+    class Times125:  # a correction whose factor is 1.25 everywhere
+        def __call__(self, pred):
+            return pred.with_columns((pl.col("predicted_us") * 1.25).alias("corrected_us"))
+
+    lines = script.carried_errors(runs, plan, moved, Times125(), "h100-sxm5-80gb")
+    answers = sum("transfer-1" in t["kinds"].split() for i, t in enumerate(plan) if i != 3)
+    assert answers > 0
+    assert len(lines) == 2 and "of every run (11)" in lines[0] and f"of its answers ({answers})" in lines[0]
+    assert "h100-sxm5-80gb's fit carried" in lines[0] and "mean 20.00" in lines[0]
+    assert "and its correction" in lines[1] and "mean  0.00" in lines[1] and "max   0.00" in lines[1]
