@@ -389,3 +389,33 @@ def test_predict_transfer_from_corrected_uses_the_source_gpus_correction(tmp_pat
     assert factor > 1.05  # the 64-row tile's error (1.3x), learned on the H100
     assert main([*argv, "--corrected"]) == 0
     assert "corrected: by the residual correction learned on h100-sxm5-80gb's GEMMs" in capsys.readouterr().out
+
+
+def test_optimize_transfer_from_answers_for_the_gpu_moved_to(tmp_path, monkeypatch, capsys):
+    """gemmperf optimize --gpu h200 --transfer-from h100: the Z3 answer under the H100's fit
+    carried onto the H200 (as predict --transfer-from carries it), labelled so; with
+    --corrected the H100's correction re-ranks it, and without the H100's correction.json
+    one line says what is missing."""
+    from gemmperf.app.cli import main
+    from gemmperf.fit.residual import Correction
+    from gemmperf.optimize import solve
+    from gemmperf.problem import Shape
+
+    fitted = _cli_results(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    argv = ["optimize", "--gpu", "h200-sxm-141gb", "--transfer-from", "h100-sxm5-80gb", "--shape", "2440x5879x541",
+            "--family", "ws-hopper"]
+    assert main([*argv, "--json"]) == 0
+    sol, = json.loads(capsys.readouterr().out)
+    want = solve(Shape(2440, 5879, 541), FAM, H200, _carried(fitted), runner_up=False)
+    assert sol["predicted_us"] == pytest.approx(want.predicted_us, rel=1e-9)
+    assert sol["params_source"].startswith("transferred: the fit of h100-sxm5-80gb")
+    assert main([*argv, "--corrected"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "results/h100-sxm5-80gb/correction.json: no residual correction" in err
+    src = _kernels_off_by_tile(fitted, [(m, n, k) for m in (128, 2048) for n in (4096, 8192) for k in (512, 4096)])
+    Correction.fit(W.predict(src, fitted), H100.sms).save(tmp_path / "results" / "h100-sxm5-80gb" / "correction.json")
+    assert main([*argv, "--corrected", "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "corrected: ws-hopper" in out and "re-ranked by the residual correction" in out
+    assert "corrected by the residual correction learned on h100-sxm5-80gb's GEMMs" in out

@@ -139,6 +139,15 @@ def add_gpu_flags(p) -> None:
     add_set_flag(p)
 
 
+def add_transfer_flag(p, what: str) -> None:
+    """--transfer-from GPU: ``what`` (predict, optimize for) --gpu from another GPU's fit."""
+    p.add_argument("--transfer-from", metavar="GPU",
+                   help=f"{what} --gpu from another GPU's fit (its params.json, or --params), carried over by "
+                   "the units of each value onto --gpu's microbenchmarks (else its descriptor), and with "
+                   "--corrected by that GPU's residual correction: no GEMM measured on --gpu, e.g. --gpu "
+                   "h200-sxm-141gb --transfer-from h100-sxm5-80gb")
+
+
 def add_set_flag(p) -> None:
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override one model parameter (every family and dtype); repeatable; "

@@ -20,7 +20,7 @@ from ..problem import EPILOGUES, FAMILIES, RASTERS, SCHEDULES, check_dtype, pars
 from ..tables import read_measurements, valid_rows
 from . import answers
 from .explain import fmt_config, measured_best, one_line, us
-from .modelparams import add_gpu_flags, resolve_params
+from .modelparams import add_gpu_flags, add_transfer_flag, resolve_params, transferred_params
 from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu, run_name
 
 EPILOG = """examples:
@@ -33,6 +33,7 @@ EPILOG = """examples:
   gemmperf optimize --gpu h100-sxm5-80gb --shape 4096x4096x4096 --dtype fp8
   gemmperf optimize --gpu h100-sxm5-80gb --shape 2440x5879x541 --top 8
   gemmperf optimize --gpu h100-sxm5-80gb --shape 2440x5879x541 --corrected --top 4
+  gemmperf optimize --gpu h200-sxm-141gb --transfer-from h100-sxm5-80gb --shape 2440x5879x541 --corrected
 
 With --shape the answer is one line: the best configuration over the families solved, its
 predicted time and limiter, the fastest measurement of that shape in
@@ -44,7 +45,10 @@ a faster kernel than the single answer more often than not where the model errs
 (benchmarks/optimizer_picks.py measures how often). --corrected (or --correction FILE)
 re-ranks the model's 64 best by the residual correction the workflow fitted
 (results/<gpu>/correction.json): a second line gives the corrected best and its
-corrected time, and --top lists the re-ranked order.
+corrected time, and --top lists the re-ranked order. --transfer-from GPU answers for --gpu
+from GPU's fit carried over (as `gemmperf predict --transfer-from` does; --corrected then
+re-ranks by GPU's correction): the tiling to run on the GPU you are moving to, no GEMM
+measured on it.
 With --testlist it writes one row per shape and family (tilings CSV), with the measured
 time of the choice and the regret where measurements exist.
 
@@ -126,7 +130,8 @@ def _check_solutions(sols) -> None:
                             f"{s.shape} (please report it); no answer given")
 
 
-def optimize_shape(a, gpu, pset, fams, fix) -> int:
+def optimize_shape(a, gpu, pset, fams, fix, carried_from=None) -> int:
+    """One shape's answer; ``carried_from``: the GPU whose fit ``pset`` carries (--transfer-from)."""
     shape = parse_shape(a.shape, a.dtype)
     _check_shape(shape, gpu)
     sols, errors, skipped = [], [], []
@@ -148,7 +153,7 @@ def optimize_shape(a, gpu, pset, fams, fix) -> int:
         raise UserError("; ".join(errors))
     _check_solutions(sols)
     source = answers.params_source(pset, [(s.family, s.shape.dtype) for s in sols])
-    correct = _correction(a, gpu)
+    correct = _correction(a, gpu, carried_from)
     top = {id(s): _listed(s, gpu, pset, fix, a.top, correct) for s in sols} if a.top or correct else {}
     if a.json:
         print(json.dumps([{**s.to_dict(), "params_source": source, **_top_dict(top.get(id(s)), a.top)}
@@ -167,6 +172,9 @@ def optimize_shape(a, gpu, pset, fams, fix) -> int:
     best = min(sols, key=lambda s: s.predicted_us)
     if top:
         _print_listed(best, top[id(best)], a.top)
+    if correct is not None and carried_from is not None:
+        print(f"corrected by the residual correction learned on {carried_from.slug}'s GEMMs, carried with its fit "
+              f"(none measured on {gpu.slug})")
     return 0
 
 
@@ -196,16 +204,17 @@ def _print_listed(best, listed: list[tuple], count: int | None) -> None:
             print(f"  {i:2d}. {fmt_config(c)}: {times}")
 
 
-def _correction(a, gpu) -> Correction | None:
-    """--correction FILE or --corrected (results/<gpu>/correction.json): the residual
-    correction that re-ranks the model's best (None: neither given)."""
+def _correction(a, gpu, carried_from=None) -> Correction | None:
+    """--correction FILE or --corrected (results/<gpu>/correction.json; with --transfer-from,
+    the GPU ``carried_from``'s, carried onto ``gpu``'s SMs): the residual correction that
+    re-ranks the model's best (None: neither given)."""
     if not (a.correction or a.corrected):
         return None
     if a.model != "ws-pipelined":
         raise UserError(f"--corrected: the residual correction corrects ws-pipelined, not --model {a.model}")
-    if a.correction:
-        return Correction.load(a.correction)
-    return load_correction(RESULTS, run_name(gpu.slug, a.dtype))
+    correction = Correction.load(a.correction) if a.correction else \
+        load_correction(RESULTS, run_name((carried_from or gpu).slug, a.dtype))
+    return correction.onto(gpu.sms) if carried_from is not None else correction
 
 
 def _top_dict(top, count: int | None) -> dict:
@@ -281,7 +290,12 @@ def cmd_optimize(a) -> int:
         raise UserError("optimize: give --shape MxNxK or --testlist CSV (one of them)")
     check_dtype(a.dtype, "--dtype")
     gpu = resolve_gpu(a.gpu)
-    pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu, a.dtype)
+    carried_from = None
+    if a.transfer_from:
+        pset, fitted = transferred_params(gpu, a.transfer_from, a.params, a.set, a.dtype)
+        carried_from = fitted.gpu
+    else:
+        pset = resolve_params(gpu, a.params, a.set, a.params_any_gpu, a.dtype)
     fams = _families(a, gpu)
     fix = _fix(a)
     if a.top is not None and a.top < 1:
@@ -291,7 +305,7 @@ def cmd_optimize(a) -> int:
                                 ("--out", a.out)) if v]
         if given:
             raise UserError(f"{', '.join(given)}: testlist mode only (with --testlist, not --shape)")
-        return optimize_shape(a, gpu, pset, fams, fix)
+        return optimize_shape(a, gpu, pset, fams, fix, carried_from)
     if a.top:
         raise UserError(f"--top {a.top}: one shape's shortlist (with --shape, not --testlist)")
     if a.corrected or a.correction:
@@ -308,6 +322,7 @@ def add_parsers(sub) -> None:
         description="The Z3-optimal configuration under a model (default ws-pipelined) over the kernel "
         "families that run on the GPU.", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_gpu_flags(p)
+    add_transfer_flag(p, "optimize for")
     p.add_argument("--shape", help="problem MxNxK: one line with the best configuration, e.g. --shape 4096x4096x4096")
     p.add_argument("--testlist", help="testlist CSV: write a tilings table instead, e.g. --testlist testlists/dsv3.csv")
     p.add_argument("--dtype", default="bf16", help="input dtype (default bf16; simt computes fp32; fp8: e4m3 in, "

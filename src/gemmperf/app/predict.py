@@ -26,7 +26,7 @@ from ..problem import (DEFAULT_GROUP_M, EPILOGUES, FAMILIES, RASTERS, SCHEDULES,
 from ..tables import CONFIG_KEY, read_measurements, valid_rows
 from . import answers
 from .explain import explain_row
-from .modelparams import add_gpu_flags, resolve_params, transferred_params
+from .modelparams import add_gpu_flags, add_transfer_flag, resolve_params, transferred_params
 from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu, run_name
 
 ANCHORED = "ws-pipelined anchored"
@@ -337,10 +337,7 @@ def add_parsers(sub) -> None:
                        epilog=PREDICT_EPILOG, formatter_class=fmt)
     add_config_flags(p, shape_required=False)
     add_gpu_flags(p)
-    p.add_argument("--transfer-from", metavar="GPU",
-                   help="predict --gpu from another GPU's fit (its params.json, or --params), carried over by "
-                   "the units of each value onto --gpu's microbenchmarks (else its descriptor): no GEMM "
-                   "measured on --gpu, e.g. --gpu h200-sxm-141gb --transfer-from h100-sxm5-80gb")
+    add_transfer_flag(p, "predict")
     p.add_argument("--anchor", nargs="+", metavar="CSV",
                    help="with --transfer-from: that GPU's measurement CSVs; each configuration measured there "
                    "is also answered by its measured time x ws-pipelined's ratio of the two GPUs (model "
