@@ -436,11 +436,12 @@ def rescore(gpu_key: str, plan_untimed: bool = False) -> list[str]:
     for name, shapes in fresh_shapes().items():
         runs = read_csv(RESULTS / f"run_{gpu_key}_{name}.csv")
         rounds = picks_rounds(gpu_key, name)
+        plan_rows = read_plan(plan_path(name, gpu_key))
         out += [f"{gpu_key} {name}:", *rescored(shapes, runs, ranked_of, rounds)]
         if moved is not None:
-            out += carried_errors(runs, read_plan(plan_path(name, gpu_key)), *moved, source)
+            out += carried_errors(runs, plan_rows, *moved, source)
         if plan_untimed:
-            rows = untimed_picks(shapes, runs, read_plan(plan_path(name, gpu_key)), ranked_of, rounds)
+            rows = untimed_picks(shapes, runs, plan_rows, ranked_of, rounds)
             path = plan_path(picks_name(name, len(rounds) + 1), gpu_key)
             if rows:
                 write_csv(path, rows)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..fit.microbench import fit_paramset
+from ..fit.residual import Correction, load_correction
 from ..fit.transfer import microbench_figures, transfer
 from ..hardware import GPU
 from ..models.ws_pipelined import CONSTANTS, RETIRED
@@ -137,6 +138,26 @@ def add_gpu_flags(p) -> None:
     p.add_argument("--params-any-gpu", action="store_true",
                    help="use --params even if it was fitted for another GPU than --gpu")
     add_set_flag(p)
+
+
+def resolve_correction(path: str | None, corrected: bool, gpu: GPU, dtype: str, carried_from: GPU | None = None):
+    """The residual correction of --correction FILE, else with --corrected the workflow's
+    correction.json of ``gpu`` (under --transfer-from, of the GPU ``carried_from`` whose fit
+    is carried); None with neither. A carried correction counts ``gpu``'s SMs
+    (``Correction.onto``)."""
+    if path:
+        correction = Correction.load(path)
+    elif corrected:
+        correction = load_correction(RESULTS, run_name((carried_from or gpu).slug, dtype))
+    else:
+        return None
+    return correction.onto(gpu.sms) if carried_from is not None else correction
+
+
+def carried_correction(carried_from: GPU, gpu: GPU) -> str:
+    """What an answer corrected under --transfer-from is corrected by, in words."""
+    return (f"by the residual correction learned on {carried_from.slug}'s GEMMs, carried with its fit "
+            f"(none measured on {gpu.slug})")
 
 
 def add_transfer_flag(p, what: str) -> None:

@@ -12,7 +12,7 @@ import polars as pl
 
 from ..errors import UserError
 from ..kernels import families_on, get_family
-from ..fit.residual import Correction, load_correction
+from ..fit.residual import Correction
 from ..optimize import DEFAULT_MODEL, FIELDS, MODELS, shortlist, solve
 from ..optimize.shortlist import RERANK, reranked
 from ..optimize.tilings import mean_regret, tilings_table
@@ -20,7 +20,8 @@ from ..problem import EPILOGUES, FAMILIES, RASTERS, SCHEDULES, check_dtype, pars
 from ..tables import read_measurements, valid_rows
 from . import answers
 from .explain import fmt_config, measured_best, one_line, us
-from .modelparams import add_gpu_flags, add_transfer_flag, resolve_params, transferred_params
+from .modelparams import (add_gpu_flags, add_transfer_flag, carried_correction, resolve_correction, resolve_params,
+                          transferred_params)
 from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu, run_name
 
 EPILOG = """examples:
@@ -173,8 +174,7 @@ def optimize_shape(a, gpu, pset, fams, fix, carried_from=None) -> int:
     if top:
         _print_listed(best, top[id(best)], a.top)
     if correct is not None and carried_from is not None:
-        print(f"corrected by the residual correction learned on {carried_from.slug}'s GEMMs, carried with its fit "
-              f"(none measured on {gpu.slug})")
+        print(f"corrected {carried_correction(carried_from, gpu)}")
     return 0
 
 
@@ -212,9 +212,7 @@ def _correction(a, gpu, carried_from=None) -> Correction | None:
         return None
     if a.model != "ws-pipelined":
         raise UserError(f"--corrected: the residual correction corrects ws-pipelined, not --model {a.model}")
-    correction = Correction.load(a.correction) if a.correction else \
-        load_correction(RESULTS, run_name((carried_from or gpu).slug, a.dtype))
-    return correction.onto(gpu.sms) if carried_from is not None else correction
+    return resolve_correction(a.correction, a.corrected, gpu, a.dtype, carried_from)
 
 
 def _top_dict(top, count: int | None) -> dict:

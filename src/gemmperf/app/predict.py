@@ -16,7 +16,6 @@ import polars as pl
 
 from .. import configs
 from ..errors import UserError, where
-from ..fit.residual import Correction, load_correction
 from ..fit.transfer import anchored
 from ..kernels import get_family
 from ..models import MODELS, ws_stage
@@ -26,8 +25,9 @@ from ..problem import (DEFAULT_GROUP_M, EPILOGUES, FAMILIES, RASTERS, SCHEDULES,
 from ..tables import CONFIG_KEY, read_measurements, valid_rows
 from . import answers
 from .explain import explain_row
-from .modelparams import add_gpu_flags, add_transfer_flag, resolve_params, transferred_params
-from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu, run_name
+from .modelparams import (add_gpu_flags, add_transfer_flag, carried_correction, resolve_correction, resolve_params,
+                          transferred_params)
+from .resolve import output_path, parse_families, parse_ints, resolve_gpu
 
 ANCHORED = "ws-pipelined anchored"
 SHOWN = ("model", "m", "n", "k", "tile_m", "tile_n", "stages", "predicted_us", "limiter", "what_if")
@@ -242,14 +242,11 @@ def cmd_predict(a) -> int:
     table, origin = _table(a, gpu)
     table = checked(table, origin, gpu, a.what_if)
     names = _model_names(a.model)
-    correction = Correction.load(a.correction) if a.correction else None
+    # a transfer is corrected by the correction learned where its fit was (fit.transfer)
+    carried_from = fitted.gpu if fitted is not None else None
+    correction = resolve_correction(a.correction, a.corrected, gpu, a.dtype, carried_from)
     if a.corrected:
-        # a transfer is corrected by the correction learned where its fit was (fit.transfer)
-        learned_on = fitted.gpu.slug if fitted is not None else gpu.slug
-        correction = correction or load_correction(RESULTS, run_name(learned_on, a.dtype))
         names = [n for n in names if n != "ws-pipelined"] if a.model == "all" else []
-    if correction is not None and fitted is not None:
-        correction = correction.onto(gpu.sms)
     out = predict_all(table, pset, names, correction)
     anchor_note = None
     if a.anchor:
@@ -258,8 +255,8 @@ def cmd_predict(a) -> int:
     answers.check_times(out)
     source = answers.params_source(pset, answers.table_pairs(table))
     out = out.with_columns(pl.lit(source).alias("params_source"))
-    carried_note = (f"corrected: by the residual correction learned on {fitted.gpu.slug}'s GEMMs, carried with its "
-                    f"fit (none measured on {gpu.slug})" if correction is not None and fitted is not None else None)
+    carried_note = (f"corrected: {carried_correction(carried_from, gpu)}"
+                    if correction is not None and carried_from is not None else None)
     note = "\n".join(n for n in (_what_if_note(out), anchor_note, carried_note) if n) or None
     if a.output:
         _write(out, a.output)
