@@ -39,6 +39,7 @@ the whole space (20,616 configurations): a regret here is a lower bound.
     python benchmarks/optimizer_picks.py --summary run.csv
     python benchmarks/optimizer_picks.py --rescore [h100|h200]
     python benchmarks/optimizer_picks.py --plan-picks [h100|h200]
+    python benchmarks/optimizer_picks.py --band
     PYTHONPATH=src:benchmarks python3 benchmarks/optimizer_picks.py --set dev-picks [--gpu h200] [--out run.csv]
 
 ``--rescore`` (development machine, no GPU) scores the committed runs with this tree's fit
@@ -47,7 +48,7 @@ run was timed, and the answer's corrected time against its measured time. A mode
 correction changed after the runs is scored on the answers without new GPU time (a pick
 that was never timed is counted, not guessed). ``--plan-picks`` does the same and writes,
 per set, the plan "<set>-picks" of the picks no run timed, each beside its shape's
-fastest timed configuration; its GPU run (committed as run_<gpu>_<set>-picks.csv) is
+fastest timed configuration; its GPU run (committed as results/<gpu>/shipped/answers/<set>-picks.csv) is
 what ``--rescore`` then scores those picks by, against the faster of the pair timed
 together (clocks move between sessions). A model changed after such a run may pick firsts
 no run timed again: ``--plan-picks`` then plans the next round, "<set>-picks2" and so on
@@ -63,6 +64,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results" / "optimizer_picks"
+RUNS = ROOT / "results"  # the runs: results/<gpu>/shipped/answers/<set>.csv (run_path)
 GPUS = {"h100": "h100-sxm5-80gb", "h200": "h200-sxm-141gb"}  # --gpu: whose fit, plans and runs
 # the GPU whose fit each GPU's plans also carry over (fit.transfer, as `gemmperf predict
 # --transfer-from` does): the answer a user moving from that GPU would get
@@ -82,6 +84,12 @@ CONFIG = ("family", "dtype", "tile_m", "tile_n", "tile_k", "stages", "cluster_m"
 
 def plan_path(name: str, gpu: str = "h100") -> Path:
     return RESULTS / f"plan_{gpu}_{name}.csv"
+
+
+def run_path(name: str, gpu: str = "h100") -> Path:
+    """A set's GPU run, committed as shipped data: the workflow's answer band
+    (``gemmperf answer-band``) reads every run of a GPU."""
+    return RUNS / GPUS[gpu] / "shipped" / "answers" / f"{name}.csv"
 
 
 def fresh_shapes() -> dict[str, list]:
@@ -407,11 +415,11 @@ def picks_name(name: str, round_: int = 1) -> str:
 
 def picks_rounds(gpu_key: str, name: str) -> list[list[dict]]:
     """The committed runs of set ``name``'s ``--plan-picks`` rounds on GPUS[gpu_key],
-    oldest first (rounds 1, 2, ... while run_<gpu>_<picks_name(name, r)>.csv exists)."""
+    oldest first (rounds 1, 2, ... while run_path(picks_name(name, r), gpu) exists)."""
     from probes import read_csv
 
     rounds = []
-    while (path := RESULTS / f"run_{gpu_key}_{picks_name(name, len(rounds) + 1)}.csv").is_file():
+    while (path := run_path(picks_name(name, len(rounds) + 1), gpu_key)).is_file():
         rounds.append(read_csv(path))
     return rounds
 
@@ -434,7 +442,7 @@ def rescore(gpu_key: str, plan_untimed: bool = False) -> list[str]:
     moved = carried_fit(source, gpu, residual=True) if source else None
     out = []
     for name, shapes in fresh_shapes().items():
-        runs = read_csv(RESULTS / f"run_{gpu_key}_{name}.csv")
+        runs = read_csv(run_path(name, gpu_key))
         rounds = picks_rounds(gpu_key, name)
         plan_rows = read_plan(plan_path(name, gpu_key))
         out += [f"{gpu_key} {name}:", *rescored(shapes, runs, ranked_of, rounds)]
@@ -446,6 +454,49 @@ def rescore(gpu_key: str, plan_untimed: bool = False) -> list[str]:
             if rows:
                 write_csv(path, rows)
             out.append(f"  {path}: {len(rows) // 2} firsts to time" if rows else "  every first is timed")
+    return out
+
+
+def band_check() -> list[str]:
+    """The answer band (``gemmperf answer-band``, optimize.band) scored where it was not
+    read: for each GPU, each set's band (its runs and their re-timed rounds, asked of the
+    fit and correction of every development row) against the other set's answers, and
+    each GPU's band (both sets) against the other GPU's. Per pair and for the answer and
+    --corrected's pick: the band, the share of the other answers inside it, and the
+    answer's time off as predicted and as the band's median expects (mean absolute %)."""
+    import polars as pl
+
+    from gemmperf.optimize.band import answer_times, band
+
+    times = {}
+    for gpu_key in GPUS:
+        gpu, fitted, corr = workflow_fit(gpu_key)
+        for name in SETS:
+            paths = [run_path(name, gpu_key), *(run_path(picks_name(name, r), gpu_key) for r in
+                                               range(1, len(picks_rounds(gpu_key, name)) + 1))]
+            runs = pl.concat([pl.read_csv(p, columns=["shape", "config", "status", "time_us"],
+                                          schema_overrides={"time_us": pl.Float64}) for p in paths])
+            times[gpu_key, name] = answer_times(runs, fitted, corr)
+    pairs = [((g, a), (g, b)) for g in GPUS for a in SETS for b in SETS if a != b]
+    pairs += [((a, None), (b, None)) for a in GPUS for b in GPUS if a != b]
+
+    def ratios(keys, measured, predicted):
+        t = pl.concat([times[k] for k in keys]).filter(pl.col(measured).is_not_null())
+        return (t.get_column(measured) / t.get_column(predicted)).to_numpy()
+
+    out = [f"{'band of':<14} {'scored on':<14} {'pick':<10} {'n':>7} {'median':>7} {'90% band':>13} {'inside':>7} "
+           f"{'off, predicted':>15} {'off, x median':>14}"]
+    for cal, target in pairs:
+        keys = lambda side: [side] if side[1] else [(side[0], n) for n in SETS]  # noqa: E731
+        for pick, measured, predicted in (("answer", "measured_us", "predicted_us"),
+                                          ("corrected", "pick_measured_us", "corrected_us")):
+            b = band(ratios(keys(cal), measured, predicted))
+            r = ratios(keys(target), measured, predicted)
+            inside = float(((r >= b["low"]) & (r <= b["high"])).mean())
+            raw, scaled = (abs(r - 1).mean() * 100, abs(r / b["median"] - 1).mean() * 100)
+            out.append(f"{' '.join(filter(None, cal)):<14} {' '.join(filter(None, target)):<14} {pick:<10} "
+                       f"{b['n']:>3}/{len(r):<3} {b['median']:>7.3f} {b['low']:>6.3f}-{b['high']:<6.3f} "
+                       f"{inside * 100:>6.0f}% {raw:>15.1f} {scaled:>14.1f}")
     return out
 
 
@@ -470,6 +521,10 @@ def main(argv=None) -> int:
         if gpu_key not in GPUS:
             raise SystemExit(f"{argv[0]} {gpu_key}: expected one of {', '.join(GPUS)}")
         print("\n".join(rescore(gpu_key, plan_untimed=argv[0] == "--plan-picks")))
+        return 0
+    if argv[:1] == ["--band"]:
+        sys.path.insert(0, str(ROOT / "src"))
+        print("\n".join(band_check()))
         return 0
     if argv[:1] == ["--summary"]:
         from probes import read_csv

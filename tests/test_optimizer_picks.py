@@ -81,10 +81,10 @@ def test_the_lent_gpus_runs_read_back(gpu, name, runs, answer, corrected, shortl
     answer --corrected gives, the fastest of --top 8's shortlist, the fastest of 8
     sampled configurations, and on the H200 the answer of the H100's fit carried onto it
     (benchmarks/README.md, "Optimizer picks")."""
-    with open(RESULTS / f"run_{gpu}_{name}.csv") as f:
+    script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
+    with open(script.run_path(name, gpu)) as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == runs and all(r["status"] == "ok" for r in rows)
-    script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
     lines = script.summary(rows)
     assert "\n".join(lines).splitlines() == (RESULTS / f"summary_{gpu}_{name}.txt").read_text().splitlines()
     regret = {line.split("  mean")[0].strip(): line for line in lines if "within 1%" in line}
@@ -105,7 +105,7 @@ def test_rescoring_with_the_plans_own_ranking_gives_the_summarys_figures(gpu, na
 
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
     plan = script.read_plan(script.plan_path(name, gpu))
-    with open(RESULTS / f"run_{gpu}_{name}.csv") as f:
+    with open(script.run_path(name, gpu)) as f:
         runs = list(csv.DictReader(f))
     config = lambda t: KernelConfig(**{f: t[f] for f in script.CONFIG})  # noqa: E731
 
@@ -136,7 +136,7 @@ def test_untimed_picks_are_planned_beside_the_fastest_run_and_scored_from_their_
 
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
     plan = script.read_plan(script.plan_path("dev", "h100"))
-    with open(RESULTS / "run_h100_dev.csv") as f:
+    with open(script.run_path("dev", "h100")) as f:
         runs = list(csv.DictReader(f))
     config = lambda t: KernelConfig(**{f: t[f] for f in script.CONFIG})  # noqa: E731
     shapes = script.fresh_shapes()["dev"][:4]
@@ -187,10 +187,12 @@ def test_each_round_of_picks_has_its_own_name_and_the_committed_ones_are_read_in
     picks_rounds reads the committed ones oldest first, stopping at the first gap."""
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
     assert [script.picks_name("dev", r) for r in (1, 2, 3)] == ["dev-picks", "dev-picks2", "dev-picks3"]
-    monkeypatch.setattr(script, "RESULTS", tmp_path)
+    monkeypatch.setattr(script, "RUNS", tmp_path)
     assert script.picks_rounds("h200", "dev") == []
     for r, t in ((1, "1.0"), (2, "2.0"), (4, "4.0")):
-        (tmp_path / f"run_h200_{script.picks_name('dev', r)}.csv").write_text(f"shape,time_us\n1x2x3,{t}\n")
+        path = script.run_path(script.picks_name("dev", r), "h200")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"shape,time_us\n1x2x3,{t}\n")
     assert [[row["time_us"] for row in rows] for rows in script.picks_rounds("h200", "dev")] == [["1.0"], ["2.0"]]
 
 
@@ -204,7 +206,7 @@ def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     order, verified; the shapes are the set's."""
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
     plan = script.read_plan(script.plan_path(script.picks_name(name, round_), gpu))
-    with open(RESULTS / f"run_{gpu}_{script.picks_name(name, round_)}.csv") as f:
+    with open(script.run_path(script.picks_name(name, round_), gpu)) as f:
         rows = list(csv.DictReader(f))
     assert [r["kinds"] for r in rows] == ["corrected-1", "best-timed"] * pairs
     assert [(r["shape"], r["config"]) for r in rows] == [(f"{t['m']}x{t['n']}x{t['k']}", script.label(t)["config"])

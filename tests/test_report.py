@@ -204,6 +204,23 @@ def test_the_overview_leads_with_the_data_the_headline_and_its_chart():
     assert html.index("Predicted against measured") < first < html.index("Accuracy of every model")
 
 
+def test_the_overview_gives_the_answer_band_after_the_headline():
+    """With answer_band.json (gemmperf answer-band) the overview says how long the
+    optimizer's answers ran against their prediction, after the headline's chart."""
+    from dataclasses import replace
+
+    band = {"shapes": 80, "runs": ["a/dev.csv", "a/heldout.csv"],
+            "answer": {"n": 79, "median": 1.0339, "low": 0.8236, "high": 1.5181, "level": 0.9}, "corrected": None}
+    html = build_pages(replace(measured_data(), answer_band=band))[0].render(NAV, "gemmperf")
+    order = [h.split(":")[0] for h in headings(html)]
+    assert order[2:5] == ["Predicted against measured", "How long the optimizer&#x27;s answer runs", "Stages skipped"]
+    section = re.sub(r"<[^>]+>", " ", html[html.index("How long the optimizer"):html.index("Stages skipped")])
+    assert "80 shapes no testlist holds" in section and "a/dev.csv, a/heldout.csv" in section
+    assert re.search(r"the answer \(fitted model\)\s+79\s+1\.034\s+0\.824-1\.518x", section), section
+    assert "--corrected's pick" not in section  # no band of it: no row
+    assert "How long" not in build_pages(measured_data())[0].render(NAV, "gemmperf")
+
+
 def test_the_headline_prefers_leave_one_testlist_out_when_it_was_computed():
     from dataclasses import replace
 

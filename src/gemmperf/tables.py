@@ -248,3 +248,45 @@ def measured_configs(measurements):
 def canonical_order(df):
     """``df`` sorted by CANONICAL_ORDER (the columns it has), ties in their order."""
     return df.sort([c for c in CANONICAL_ORDER if c in df.columns], maintain_order=True)
+
+
+# ------------------------------------------------------------------ timed answers
+
+# A run of configurations timed on shapes no testlist holds (benchmarks/optimizer_picks.py's
+# GPU run; shipped as results/<gpu>/shipped/answers/<set>.csv): one row per configuration,
+# named by its shape ("MxNxK") and KernelConfig.key(); the answer band (optimize.band) reads
+# the time of whichever configuration the optimizer answers today.
+ANSWER_RUN_REQUIRED = ("shape", "config", "status", "time_us")
+
+
+def _answer_parsers() -> dict:
+    number = csvfile.number(finite=False)
+    return {"shape": csvfile.text, "config": csvfile.text, "kinds": csvfile.text, "status": csvfile.choice(STATUSES, "status"),
+            "reason": csvfile.text, **{c: number for c in ("fitted_us", "corrected_us", "transfer_us", "time_us",
+                                                          "clock_start", "clock_end")}}
+
+
+def _check_answer_row(row: dict) -> None:
+    from .problem import parse_shape
+
+    try:
+        parse_shape(row["shape"] or "")
+    except UserError as err:
+        raise csvfile.BadValue(str(err).removeprefix(f"shape {row['shape']!r}: "), "shape") from None
+    if not row["config"]:
+        raise csvfile.BadValue("empty, a value is required", "config")
+    check_measured_row(row, ANSWER_RUN_REQUIRED)
+
+
+def read_answer_runs(path: str | Path):
+    """A timed answers file (ANSWER_RUN_REQUIRED, and the benchmark's other columns) as
+    a polars DataFrame, read strictly as ``read_measurements`` reads (a shape that is not
+    MxNxK, an unknown status, an ok row without a finite time_us > 0: one line naming the
+    file, line, column and value)."""
+    import polars as pl
+
+    parsers = _answer_parsers()
+    table = csvfile.read(path, parsers, required=ANSWER_RUN_REQUIRED, nonempty=("status",),
+                         check_row=_check_answer_row, what="timed answers file")
+    schema = {c: _polars_type(parsers[c], pl) for c in table.columns}
+    return pl.DataFrame({c: table.column(c) for c in table.columns}, schema=schema)

@@ -146,12 +146,32 @@ def data_note(wildcards):
     return dtype + notes[r.source]
 
 
+# runs whose shipped data has timed answers of fresh shapes, fitted with the residual
+# correction and ws-hopper: the answer band (rule answer_band) that `gemmperf optimize`
+# gives with its answer
+BAND_RUNS = [
+    r
+    for r in CORRECTED_RUNS
+    if PLAN.runs[r].answers and "ws-hopper" in config["families"]
+]
+
+
+def answer_runs(wildcards):
+    return run_plan(wildcards).answers
+
+
+def report_answer_band(wildcards):
+    """The run's answer band for its report, where it has one."""
+    return f"results/{wildcards.run}/answer_band.json" if wildcards.run in BAND_RUNS else []
+
+
 def all_outputs():
     out = ["results/index.html"]
     for run, r in PLAN.runs.items():
         out.append(f"results/{run}/report/index.html")
         if r.testlists_measured:
             out.append(f"results/{run}/accuracy.json")
+    out += [f"results/{run}/answer_band.json" for run in BAND_RUNS]
     return out + (ablation_outputs() if config["ablations"] else [])
 
 

@@ -24,3 +24,31 @@ rule optimize:
             " {params.overrides:q}"
             " --out {output:q}"
         )
+
+
+# How long the optimizer's answers ran against their predicted time on shapes no testlist
+# holds (the shipped timed answers), asked of this run's fit and correction: the band
+# `gemmperf optimize --shape` gives with its answer.
+rule answer_band:
+    output:
+        band="results/{run}/answer_band.json",
+        table="results/{run}/answer_band.csv",
+    input:
+        hardware=run_hardware,
+        params="results/{run}/params.json",
+        correction="results/{run}/correction.json",
+        runs=answer_runs,
+    wildcard_constraints:
+        run=one_of(BAND_RUNS),
+    params:
+        dtype=run_dtype,
+        overrides=SET_PARAMS,
+        code=code_version("answer-band"),
+    log:
+        "logs/{run}/answer_band.log",
+    shell:
+        logged(
+            "gemmperf answer-band --gpu {input.hardware:q} --params {input.params:q}"
+            " --correction {input.correction:q} --runs {input.runs:q} --dtype {params.dtype:q}"
+            " {params.overrides:q} --out {output.band:q} --table {output.table:q}"
+        )

@@ -57,6 +57,7 @@ rule report:
         ablations=report_ablations,
         headline=report_headline("headline.csv"),
         headline_picks=report_headline("headline_picks.csv"),
+        answer_band=report_answer_band,
         measurements=all_measurements,
         microbench=microbench,
         kernel_speed=kernel_speed,
@@ -81,7 +82,7 @@ rule report:
             " --skipped {params.skipped:q} {params.heldout:q}"
             " --accuracy {input.accuracy:q} --out-of-sample {input.out_of_sample:q}"
             " --ablations {input.ablations:q} --headline {input.headline:q}"
-            " --headline-picks {input.headline_picks:q}"
+            " --headline-picks {input.headline_picks:q} --answer-band {input.answer_band:q}"
             " --measurements {input.measurements:q}"
             " --microbench {input.microbench:q} --kernel-speed {input.kernel_speed:q}"
             " --shipped-readme {input.shipped_readme:q} {params.overrides:q}"

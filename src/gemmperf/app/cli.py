@@ -30,6 +30,7 @@ COMMANDS = {
     "accuracy": ("fit", "out-of-sample accuracy: grouped CV by shape + held-out testlist"),
     "transfer": ("transfer", "one GPU's fit carried onto another GPU, scored on the other's measurements"),
     "optimize": ("optimize", "the best configuration of a shape in one line (Z3), or a testlist's tilings"),
+    "answer-band": ("answerband", "how long the optimizer's answers ran against their prediction, on fresh shapes"),
     "report": ("report", "one GPU's report: linked offline HTML pages and PNGs of the key charts"),
     "index": ("report", "results/index.html: every GPU's report, linked"),
     "gpu-slot": ("gpuslot", "run a command on one free GPU of this node (sets CUDA_VISIBLE_DEVICES)"),

@@ -19,9 +19,11 @@ from ..optimize.tilings import mean_regret, tilings_table
 from ..problem import EPILOGUES, FAMILIES, RASTERS, SCHEDULES, check_dtype, parse_shape, read_testlist
 from ..tables import read_measurements, valid_rows
 from . import answers
+from .answerband import FAMILY as BAND_FAMILY
+from .answerband import band_clause, band_path, band_sentence, load_band
 from .explain import fmt_config, measured_best, one_line, us
-from .modelparams import (add_gpu_flags, add_transfer_flag, carried_correction, resolve_correction, resolve_params,
-                          transferred_params)
+from .modelparams import (add_gpu_flags, add_transfer_flag, carried_correction, default_params_path,
+                          resolve_correction, resolve_params, transferred_params)
 from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu, run_name
 
 EPILOG = """examples:
@@ -156,26 +158,59 @@ def optimize_shape(a, gpu, pset, fams, fix, carried_from=None) -> int:
     source = answers.params_source(pset, [(s.family, s.shape.dtype) for s in sols])
     correct = _correction(a, gpu, carried_from)
     top = {id(s): _listed(s, gpu, pset, fix, a.top, correct) for s in sols} if a.top or correct else {}
+    best = min(sols, key=lambda s: s.predicted_us)
+    band, how_long = _how_long(a, gpu, best, top.get(id(best)), fix, carried_from)
     if a.json:
-        print(json.dumps([{**s.to_dict(), "params_source": source, **_top_dict(top.get(id(s)), a.top)}
-                          for s in sols], indent=2, default=str))
+        print(json.dumps([{**s.to_dict(), "params_source": source, **_top_dict(top.get(id(s)), a.top),
+                           **({"how_long": how_long} if s is best and how_long else {})} for s in sols],
+                         indent=2, default=str))
         return 0
     pairs = [(s.family, s.shape.dtype) for s in sols]
     measured = measured_best(gpu, (shape.m, shape.n, shape.k), pairs)
     if not a.explain:
-        print(one_line(sols, gpu, measured, answers.params_source(pset, pairs, short=True), skipped))
+        print(one_line(sols, gpu, measured, answers.params_source(pset, pairs, short=True), skipped)
+              + band_clause(how_long.get("answer")))
     else:
         for s in sols:
             _print_solution(s, gpu)
         for err in errors:
             print(f"skipped: {err}")
-        print(one_line(sols, gpu, measured, source))
-    best = min(sols, key=lambda s: s.predicted_us)
+        print(one_line(sols, gpu, measured, source) + band_clause(how_long.get("answer")))
     if top:
-        _print_listed(best, top[id(best)], a.top)
+        _print_listed(best, top[id(best)], a.top, band_clause(how_long.get("corrected")))
     if correct is not None and carried_from is not None:
         print(f"corrected {carried_correction(carried_from, gpu)}")
+    if a.explain and how_long:
+        for name, entry in how_long.items():
+            print(band_sentence(entry, entry["expect_us"] / entry["median"], name == "corrected"))
+        print(f"  (the answer band: {band})")
     return 0
+
+
+def _how_long(a, gpu, best, listed, fix: dict, carried_from) -> tuple[Path | None, dict]:
+    """(the band's file, {"answer": ..., "corrected": ...}) of the answer band
+    (``answerband``): each band with the time to expect (``expect_us``, ``low_us``,
+    ``high_us``) of the answer and of --corrected's pick, where results/<run>/answer_band.json
+    was computed with the very parameters (and correction) answering: the GPU's own fit, no
+    --set, --transfer-from or pins (the band's answers were searched over the whole space),
+    ws-pipelined, the band's family. None of that: (None, {})."""
+    if carried_from is not None or fix or a.set or a.model != "ws-pipelined" or best.family != BAND_FAMILY:
+        return None, {}
+    params = Path(a.params) if a.params else default_params_path(gpu, a.dtype)
+    corrected = listed is not None and listed[0][2] is not None
+    correction = (Path(a.correction) if a.correction else RESULTS / run_name(gpu.slug, a.dtype) / "correction.json"
+                  ) if corrected else None
+    path = band_path(gpu.slug, a.dtype)
+    found = load_band(path, params, None, correction)
+    if found is None or found.get("gpu") != gpu.slug or found.get("dtype") != a.dtype:
+        return None, {}
+    entries = {}
+    for name, predicted in (("answer", best.predicted_us), ("corrected", listed[0][2] if corrected else None)):
+        b = found.get(name)
+        if predicted is not None and b:
+            entries[name] = {**b, "expect_us": predicted * b["median"], "low_us": predicted * b["low"],
+                             "high_us": predicted * b["high"]}
+    return path, entries
 
 
 def _listed(sol, gpu, pset, fix: dict, count: int | None, correct) -> list[tuple]:
@@ -187,14 +222,16 @@ def _listed(sol, gpu, pset, fix: dict, count: int | None, correct) -> list[tuple
     return reranked(shortlist(sol, gpu, pset, max(RERANK, count or 0), fix or None), sol.shape, pset, correct)
 
 
-def _print_listed(best, listed: list[tuple], count: int | None) -> None:
-    """Under the answer: the corrected best (with a correction), then ``count`` of the list."""
+def _print_listed(best, listed: list[tuple], count: int | None, how_long: str = "") -> None:
+    """Under the answer: the corrected best (with a correction; ``how_long`` after it),
+    then ``count`` of the list."""
     corrected = listed[0][2] is not None
     if corrected:
         c, fitted_us, corrected_us = listed[0]
         answer = next(x[2] for x in listed if x[0] == best.config)
         print(f"corrected: {best.family} {fmt_config(c)}: {us(corrected_us)} (ws-pipelined+residual, the best of "
-              f"the model's {len(listed)} best; fitted {us(fitted_us)}; the answer above corrected: {us(answer)})")
+              f"the model's {len(listed)} best; fitted {us(fitted_us)}; the answer above corrected: {us(answer)})"
+              + how_long)
     if count:
         order = "re-ranked by the residual correction" if corrected else "the answer first"
         print(f"the model's {min(count, len(listed))} best {best.family} configurations ({order}), to time:")

@@ -86,6 +86,7 @@ class RunPlan:
     testlists_measured: list[str] = field(default_factory=list)
     has_microbench: bool = False
     data: str | None = None  # the shipped folder its measurements and microbench.csv are read from
+    answers: list[str] = field(default_factory=list)  # shipped timed answers (<data>/answers/*.csv): the answer band
     skipped: dict[str, str] = field(default_factory=dict)  # stage -> reason
 
 
@@ -267,6 +268,7 @@ def _run_plan(g: GPUPlan, dtype: str, testlists: list[str], sd: Path, why: str, 
         r = RunPlan(name, g.slug, dtype, "shipped" if measured or bench else "catalog", measured, bench)
         if r.source == "shipped":
             r.data = str(data)
+            r.answers = [str(p) for p in sorted((data / "answers").glob("*.csv"))]
             r.skipped["collect"] = f"{why}; using the shipped measurements in {data}"
         elif g.source == "shipped":
             r.skipped["collect"] = f"{why} and no shipped {dtype} measurements (no {data}/)"
@@ -280,6 +282,9 @@ def _run_plan(g: GPUPlan, dtype: str, testlists: list[str], sd: Path, why: str, 
         r.skipped["accuracy"] = r.skipped["residual"]
     elif not residual:
         r.skipped["residual"] = "residual: false in the config"
+    if r.testlists_measured and not r.answers:
+        r.skipped["answer band"] = ("no timed answers of shapes no testlist holds (shipped as "
+                                    f"results/{g.slug}/shipped/answers/*.csv: benchmarks/optimizer_picks.py)")
     dev = [t for t in r.testlists_measured if t != heldout]
     if not r.testlists_measured:
         r.skipped["headline"] = r.skipped["accuracy"]

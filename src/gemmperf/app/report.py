@@ -34,7 +34,7 @@ def cmd_report(a) -> int:
         tilings=_by_testlist(testlists, a.tilings, "tilings"),
         heldout=a.heldout, accuracy=a.accuracy, out_of_sample=a.out_of_sample, microbench=a.microbench,
         kernel_speed=a.kernel_speed, shipped_readme=a.shipped_readme, ablations=a.ablations, headline=a.headline,
-        headline_picks=a.headline_picks,
+        headline_picks=a.headline_picks, answer_band=a.answer_band,
         measurements={Path(m).stem: m for m in a.measurements} or None,
     )
     data.pset.overrides.update(parse_overrides(a.set))
@@ -124,6 +124,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--headline", nargs="?",
                    help="headline.csv (gemmperf accuracy --splits testlist,nk --table): leave one testlist out "
                    "and grouped by (n, k), per model and shape class, on the accuracy page")
+    p.add_argument("--answer-band", nargs="?",
+                   help="answer_band.json (gemmperf answer-band): how long the optimizer's answers ran against "
+                   "their prediction on fresh shapes")
     p.add_argument("--headline-picks", nargs="?",
                    help="headline_picks.csv (gemmperf accuracy --splits ... --picks): each model's pick per shape")
     p.add_argument("--measurements", nargs="*", default=[],

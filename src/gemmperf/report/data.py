@@ -31,6 +31,7 @@ class ReportData:
     out_of_sample: pl.DataFrame | None = None
     headline: pl.DataFrame | None = None  # headline.csv: leave one testlist out, by (n, k), per class
     headline_picks: pl.DataFrame | None = None  # headline_picks.csv: each model's pick per shape
+    answer_band: dict | None = None  # answer_band.json: how long the optimizer's answers ran (optimize.band)
     microbench: pl.DataFrame | None = None
     kernel_speed: dict | None = None
     shipped_readme: str | None = None
@@ -124,6 +125,7 @@ def load(
     measurements: dict[str, str | Path] | None = None,
     headline: str | Path | None = None,
     headline_picks: str | Path | None = None,
+    answer_band: str | Path | None = None,
 ) -> ReportData:
     gpu = load_gpu(hardware)
     pset = ParamSet.load(params, gpu)
@@ -154,6 +156,7 @@ def load(
         out_of_sample=oos,
         headline=head,
         headline_picks=pl.read_csv(headline_picks, infer_schema_length=None) if headline_picks else None,
+        answer_band=json.loads(Path(answer_band).read_text()) if answer_band else None,
         microbench=read_measurements(microbench) if microbench else None,
         kernel_speed=json.loads(Path(kernel_speed).read_text()) if kernel_speed else None,
         shipped_readme=Path(shipped_readme).read_text() if shipped_readme else None,

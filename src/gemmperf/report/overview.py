@@ -171,6 +171,24 @@ def oos_chart(page: Page, data: ReportData, model: str) -> None:
 # ------------------------------------------------------------------------ the rest
 
 
+def answer_band_section(page: Page, data: ReportData) -> None:
+    """How long the optimizer's answer runs against its predicted time (optimize.band):
+    the band `gemmperf optimize` gives with its answer, where the run has one."""
+    b = data.answer_band
+    if not b:
+        return
+    page.h2("How long the optimizer's answer runs")
+    rows = [{"pick": name, "timed": x["n"], "median measured / predicted": round(x["median"], 3),
+             f"{x['level']:.0%} of them within": f"{x['low']:.3f}-{x['high']:.3f}x"}
+            for name, x in (("the answer (fitted model)", b.get("answer")),
+                            ("--corrected's pick (corrected time)", b.get("corrected"))) if x]
+    page.p(f"The optimizer's answer is the minimum of the model's predictions over the whole space, so its "
+           f"predicted time carries the model's most optimistic errors. Read off {b['shapes']} shapes no testlist "
+           f"holds, whose answers were timed ({', '.join(b['runs'])}), asked of this fit again: `gemmperf optimize "
+           f"--shape` gives this band with its answer (median and split-conformal interval).")
+    page.add(table_html(pl.DataFrame(rows)) if rows else "<p>Too few answers timed for a band.</p>")
+
+
 def params_table(data: ReportData) -> pl.DataFrame:
     rows = []
     entries = dict(data.pset.entries)
@@ -245,6 +263,7 @@ def overview(data: ReportData) -> Page:
     page.p(data.note, cls="note")
     data_source(page, data)
     headline_section(page, data)
+    answer_band_section(page, data)
     if data.skipped:
         items = "".join(f"<li><b>{esc(s)}</b>: {esc(r)}</li>" for s, r in data.skipped.items())
         page.add(f"<h2>Stages skipped</h2><ul>{items}</ul>")
