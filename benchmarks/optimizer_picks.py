@@ -33,7 +33,7 @@ data; its sets are scored as they come.
 The reference for regret is the best of the runs timed for the shape, not the best of
 the whole space (20,616 configurations): a regret here is a lower bound.
 
-    python benchmarks/optimizer_picks.py --plan [h100|h200]
+    python benchmarks/optimizer_picks.py --plan [h100|h200] [SET ...]
     PYTHONPATH=src:benchmarks python3 benchmarks/optimizer_picks.py --set dev [--gpu h200] [--out run.csv]
         [--shard i/n]
     python benchmarks/optimizer_picks.py --summary run.csv
@@ -71,8 +71,10 @@ GPUS = {"h100": "h100-sxm5-80gb", "h200": "h200-sxm-141gb"}  # --gpu: whose fit,
 TRANSFER_FROM = {"h200": "h100-sxm5-80gb"}
 FAMILY = "ws-hopper"
 # set -> seed (testlists/random.csv is 17017, sealed.csv 92863): "dev" drawn on 2026-11-28
-# before the choice of --top and --corrected, "heldout" after it
-SETS = {"dev": 20261128, "heldout": 20261129}
+# before the choice of --top and --corrected, "heldout" after it; "fresh" drawn on
+# 2026-11-28 ~21:15 UTC after the answer band's form was chosen (the band is scored on it
+# once: --band), planned for the H200 only (no H100 was lent that session)
+SETS = {"dev": 20261128, "heldout": 20261129, "fresh": 20261130}
 COUNT = 40
 TOP = 8  # the shortlist timed per shape (--top 8)
 CORRECTED_TOP = 4
@@ -144,21 +146,27 @@ def answered(shape, gpu, fitted, corr):
     return sol, reranked(shortlist(sol, gpu, fitted, RERANK), sol.shape, fitted, corr)
 
 
-def plan(gpu_key: str = "h100") -> dict[str, list[dict]]:
+def plan(gpu_key: str = "h100", names: list[str] | None = None) -> dict[str, list[dict]]:
     """Set -> its runs on GPUS[gpu_key]: per shape the answer, the shortlist of TOP, the
     CORRECTED_TOP first of the re-ranked RERANK, the TRANSFER_TOP first of the carried
     fit's shortlist where TRANSFER_FROM names a GPU ("transfer-1" its answer), and the
     SAMPLE; each configuration once, its ``kinds`` naming every list it is on
-    ("fitted-1" is the answer, "corrected-1" --corrected's)."""
+    ("fitted-1" is the answer, "corrected-1" --corrected's; "carried-corrected" what
+    ``optimize --transfer-from --corrected`` answers: the carried fit's RERANK best
+    re-ranked by the source GPU's correction carried, in plans made since the "fresh"
+    set). ``names``: the sets to plan (default every one)."""
     from gemmperf.bench.sample import sample_configs
     from gemmperf.kernels import get_family
     from gemmperf.optimize import shortlist, solve
+    from gemmperf.optimize.shortlist import RERANK, reranked
 
     gpu, fitted, corr = workflow_fit(gpu_key)
     source = TRANSFER_FROM.get(gpu_key)
-    moved = carried_fit(source, gpu) if source else None
+    moved, moved_corr = carried_fit(source, gpu, residual=True) if source else (None, None)
     out = {}
     for name, shapes in fresh_shapes().items():
+        if names is not None and name not in names:
+            continue
         sampled = sample_configs(get_family(FAMILY), gpu, "bf16", shapes, SAMPLE + 1, SETS[name])
         out[name] = []
         for shape in shapes:
@@ -170,16 +178,20 @@ def plan(gpu_key: str = "h100") -> dict[str, list[dict]]:
             if moved is not None:
                 carried_sol = solve(shape, FAMILY, gpu, moved, runner_up=False)
                 lists.append(("transfer", [c for c, _ in shortlist(carried_sol, gpu, moved, TRANSFER_TOP)]))
+                pick = reranked(shortlist(carried_sol, gpu, moved, RERANK), carried_sol.shape, moved, moved_corr)[0][0]
+                lists.append(("carried-corrected", [pick]))
             lists.append(("sample", [c for c in sampled[shape] if c != sol.config][:SAMPLE]))
             for kind, configs in lists:
                 for rank, c in enumerate(configs, 1):
-                    kinds.setdefault(c, []).append(kind if kind in ("answer", "sample") else f"{kind}-{rank}")
+                    kinds.setdefault(c, []).append(kind if kind in ("answer", "sample", "carried-corrected")
+                                                   else f"{kind}-{rank}")
             missing = [c for c in kinds if c not in times]  # the sample's: predicted here
             times.update(zip(missing, _predicted(missing, sol.shape, fitted, corr)))
-            carried = dict(zip(kinds, _predicted(list(kinds), sol.shape, moved))) if moved is not None else {}
-            for c, names in kinds.items():
-                carried_us = {"transfer_us": round(carried[c][0], 4)} if carried else {}
-                out[name].append({"m": shape.m, "n": shape.n, "k": shape.k, "kinds": " ".join(names),
+            carried = dict(zip(kinds, _predicted(list(kinds), sol.shape, moved, moved_corr))) if moved is not None else {}
+            for c, listed in kinds.items():
+                carried_us = ({"transfer_us": round(carried[c][0], 4), "transfer_corrected_us": round(carried[c][1], 4)}
+                              if carried else {})
+                out[name].append({"m": shape.m, "n": shape.n, "k": shape.k, "kinds": " ".join(listed),
                                   "fitted_us": round(times[c][0], 4), "corrected_us": round(times[c][1], 4),
                                   **carried_us, **{f: getattr(c, f) for f in CONFIG}})
     return out
@@ -204,7 +216,7 @@ def read_plan(path) -> list[dict]:
     """A plan's runs as task rows (the configuration's fields typed as KernelConfig wants)."""
     from probes import read_tasks
 
-    return read_tasks(path, floats=("fitted_us", "corrected_us", "transfer_us"))
+    return read_tasks(path, floats=("fitted_us", "corrected_us", "transfer_us", "transfer_corrected_us"))
 
 
 def label(task: dict) -> dict:
@@ -213,7 +225,7 @@ def label(task: dict) -> dict:
 
     config = KernelConfig(**{f: task[f] for f in CONFIG})
     return {"shape": f"{task['m']}x{task['n']}x{task['k']}", "config": config.key(), "kinds": task["kinds"],
-            **{c: task[c] for c in ("fitted_us", "corrected_us", "transfer_us") if c in task}}
+            **{c: task[c] for c in ("fitted_us", "corrected_us", "transfer_us", "transfer_corrected_us") if c in task}}
 
 
 def compile_plan(tasks: list[dict], arch: str) -> None:
@@ -263,6 +275,8 @@ def summary(rows: list[dict]) -> list[str]:
         ways[f"best of its --top {TRANSFER_TOP}, timed"] = lambda runs: min(
             (r for r in runs if any(k.startswith("transfer-") for k in r["kinds"].split())),
             key=lambda r: r["time_us"], default=None)
+    if any("carried-corrected" in r["kinds"].split() for r in rows):
+        ways["the transferred fit's --corrected pick"] = lambda runs: _pick(runs, "carried-corrected")
     regret = {w: [] for w in ways}
     ape = {"answer, fitted": [], "answer, corrected": [], "--corrected's answer, corrected": []}
     every = {"fitted": [], "corrected": []}
@@ -279,7 +293,10 @@ def summary(rows: list[dict]) -> list[str]:
         for r in runs:
             for col in every:
                 every[col].append(abs(float(r[f"{col}_us"]) / r["time_us"] - 1.0) * 100.0)
-        moved = _pick(runs, "transfer-1")
+        moved, moved_pick = _pick(runs, "transfer-1"), _pick(runs, "carried-corrected")
+        if moved_pick is not None:
+            ape.setdefault("the transferred --corrected pick, carried correction", []).append(
+                abs(float(moved_pick["transfer_corrected_us"]) / moved_pick["time_us"] - 1.0) * 100.0)
         if moved is not None:
             ape["the transferred answer, transferred fit"].append(
                 abs(float(moved["transfer_us"]) / moved["time_us"] - 1.0) * 100.0)
@@ -442,6 +459,8 @@ def rescore(gpu_key: str, plan_untimed: bool = False) -> list[str]:
     moved = carried_fit(source, gpu, residual=True) if source else None
     out = []
     for name, shapes in fresh_shapes().items():
+        if not run_path(name, gpu_key).is_file():
+            continue
         runs = read_csv(run_path(name, gpu_key))
         rounds = picks_rounds(gpu_key, name)
         plan_rows = read_plan(plan_path(name, gpu_key))
@@ -460,43 +479,50 @@ def rescore(gpu_key: str, plan_untimed: bool = False) -> list[str]:
 def band_check() -> list[str]:
     """The answer band (``gemmperf answer-band``, optimize.band) scored where it was not
     read: for each GPU, each set's band (its runs and their re-timed rounds, asked of the
-    fit and correction of every development row) against the other set's answers, and
-    each GPU's band (both sets) against the other GPU's. Per pair and for the answer and
-    --corrected's pick: the band, the share of the other answers inside it, and the
-    answer's time off as predicted and as the band's median expects (mean absolute %)."""
+    fit and correction of every development row) against each other set's answers, the
+    band of all but a set against that set's, and each GPU's band of the sets both GPUs
+    ran against the other GPU's. Per pair and for the answer and --corrected's pick: the
+    band, the share of the other answers inside it, and the answer's time off as predicted
+    and as the band's median expects (mean absolute %)."""
     import polars as pl
 
     from gemmperf.optimize.band import answer_times, band
 
     times = {}
     for gpu_key in GPUS:
+        ran = [name for name in SETS if run_path(name, gpu_key).is_file()]
+        if not ran:
+            continue
         gpu, fitted, corr = workflow_fit(gpu_key)
-        for name in SETS:
+        for name in ran:
             paths = [run_path(name, gpu_key), *(run_path(picks_name(name, r), gpu_key) for r in
                                                range(1, len(picks_rounds(gpu_key, name)) + 1))]
             runs = pl.concat([pl.read_csv(p, columns=["shape", "config", "status", "time_us"],
                                           schema_overrides={"time_us": pl.Float64}) for p in paths])
             times[gpu_key, name] = answer_times(runs, fitted, corr)
-    pairs = [((g, a), (g, b)) for g in GPUS for a in SETS for b in SETS if a != b]
-    pairs += [((a, None), (b, None)) for a in GPUS for b in GPUS if a != b]
+    sets = {g: [n for n in SETS if (g, n) in times] for g in GPUS}
+    pairs = [((g, (a,)), (g, (b,))) for g in GPUS for a in sets[g] for b in sets[g] if a != b]
+    pairs += [((g, tuple(n for n in sets[g] if n != b)), (g, (b,))) for g in GPUS for b in sets[g] if len(sets[g]) > 2]
+    common = tuple(n for n in SETS if all(n in sets[g] for g in GPUS))
+    pairs += [((a, common), (b, common)) for a in GPUS for b in GPUS if a != b and common]
 
-    def ratios(keys, measured, predicted):
-        t = pl.concat([times[k] for k in keys]).filter(pl.col(measured).is_not_null())
+    def ratios(side, measured, predicted):
+        gpu_key, names = side
+        t = pl.concat([times[gpu_key, n] for n in names]).filter(pl.col(measured).is_not_null())
         return (t.get_column(measured) / t.get_column(predicted)).to_numpy()
 
-    out = [f"{'band of':<14} {'scored on':<14} {'pick':<10} {'n':>7} {'median':>7} {'90% band':>13} {'inside':>7} "
+    name = lambda side: f"{side[0]} {'+'.join(side[1])}"  # noqa: E731
+    out = [f"{'band of':<24} {'scored on':<24} {'pick':<10} {'n':>7} {'median':>7} {'90% band':>13} {'inside':>7} "
            f"{'off, predicted':>15} {'off, x median':>14}"]
     for cal, target in pairs:
-        keys = lambda side: [side] if side[1] else [(side[0], n) for n in SETS]  # noqa: E731
         for pick, measured, predicted in (("answer", "measured_us", "predicted_us"),
                                           ("corrected", "pick_measured_us", "corrected_us")):
-            b = band(ratios(keys(cal), measured, predicted))
-            r = ratios(keys(target), measured, predicted)
+            b = band(ratios(cal, measured, predicted))
+            r = ratios(target, measured, predicted)
             inside = float(((r >= b["low"]) & (r <= b["high"])).mean())
             raw, scaled = (abs(r - 1).mean() * 100, abs(r / b["median"] - 1).mean() * 100)
-            out.append(f"{' '.join(filter(None, cal)):<14} {' '.join(filter(None, target)):<14} {pick:<10} "
-                       f"{b['n']:>3}/{len(r):<3} {b['median']:>7.3f} {b['low']:>6.3f}-{b['high']:<6.3f} "
-                       f"{inside * 100:>6.0f}% {raw:>15.1f} {scaled:>14.1f}")
+            out.append(f"{name(cal):<24} {name(target):<24} {pick:<10} {b['n']:>3}/{len(r):<3} {b['median']:>7.3f} "
+                       f"{b['low']:>6.3f}-{b['high']:<6.3f} {inside * 100:>6.0f}% {raw:>15.1f} {scaled:>14.1f}")
     return out
 
 
@@ -510,7 +536,7 @@ def main(argv=None) -> int:
         if gpu_key not in GPUS:
             raise SystemExit(f"--plan {gpu_key}: expected one of {', '.join(GPUS)}")
         RESULTS.mkdir(parents=True, exist_ok=True)
-        for name, runs in plan(gpu_key).items():
+        for name, runs in plan(gpu_key, argv[2:] or None).items():
             write_csv(plan_path(name, gpu_key), runs)
             print(f"{plan_path(name, gpu_key)}: {len(runs)} runs over "
                   f"{len({(r['m'], r['n'], r['k']) for r in runs})} shapes")

@@ -1,11 +1,12 @@
-"""benchmarks/optimizer_picks.py without a GPU: its two sets of shapes are fresh (no
-testlist holds one, nor the other set) and those of the committed plans of both GPUs,
+"""benchmarks/optimizer_picks.py without a GPU: its sets of shapes are fresh (no
+testlist holds one, nor another set) and those of the committed plans of both GPUs,
 every run is legal and named once, the lists are what `gemmperf optimize --corrected
 --top 8` names (and on the H200 the H100's carried fit's shortlist), --set and --shard
 pick the shapes, and the runs on a lent H100 and H200 read back."""
 
 import argparse
 import csv
+import itertools
 import sys
 from pathlib import Path
 
@@ -23,8 +24,12 @@ def test_the_plans_hold_fresh_shapes_and_legal_runs_named_once():
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
     sets = {name: [(s.m, s.n, s.k) for s in shapes] for name, shapes in script.fresh_shapes().items()}
     known = {(s.m, s.n, s.k) for p in (ROOT / "testlists").glob("*.csv") for s in read_testlist(p)}
-    assert list(sets) == ["dev", "heldout"] and not set(sets["dev"]) & set(sets["heldout"])
-    for (name, shapes), gpu in [(item, gpu) for item in sets.items() for gpu in script.GPUS]:
+    assert list(sets) == ["dev", "heldout", "fresh"]
+    assert not any(set(sets[a]) & set(sets[b]) for a, b in itertools.combinations(sets, 2))
+    planned = [(name, gpu) for name in sets for gpu in script.GPUS if script.plan_path(name, gpu).is_file()]
+    assert {(n, g) for n in ("dev", "heldout") for g in script.GPUS} | {("fresh", "h200")} == set(planned)
+    for name, gpu in planned:
+        shapes = sets[name]
         assert len(shapes) == script.COUNT and not set(shapes) & known
         tasks = script.read_plan(script.plan_path(name, gpu))
         assert list(dict.fromkeys((t["m"], t["n"], t["k"]) for t in tasks)) == shapes
@@ -45,6 +50,8 @@ def test_the_plans_hold_fresh_shapes_and_legal_runs_named_once():
             moved = [k for k in kinds if k.startswith("transfer-")]
             assert sorted(moved) == ([f"transfer-{i}" for i in range(1, script.TRANSFER_TOP + 1)]
                                      if gpu in script.TRANSFER_FROM else [])
+            # the plans made since the fresh set: what optimize --transfer-from --corrected answers
+            assert kinds.count("carried-corrected") == (name == "fresh")
 
 
 def test_main_times_one_shard_of_a_sets_shapes_on_a_gpu(tmp_path, monkeypatch):
@@ -75,6 +82,7 @@ def test_main_times_one_shard_of_a_sets_shapes_on_a_gpu(tmp_path, monkeypatch):
     ("h100", "heldout", 730, "23/40", "24/40", "33/40", "3/40", None),
     ("h200", "dev", 754, "19/40", "26/40", "27/40", "5/40", "19/40"),
     ("h200", "heldout", 759, "21/40", "26/40", "31/40", "4/40", "21/40"),
+    ("h200", "fresh", 748, "19/40", "24/40", "30/40", "3/40", "16/40"),
 ])
 def test_the_lent_gpus_runs_read_back(gpu, name, runs, answer, corrected, shortlist, sample, moved):
     """Every run verified. Within 1% of the best timed for its shape: the answer, the
@@ -94,6 +102,9 @@ def test_the_lent_gpus_runs_read_back(gpu, name, runs, answer, corrected, shortl
     assert regret["best of 8 sampled, timed (no model)"].endswith(f"within 1%: {sample}")
     assert (regret["the transferred fit's answer"].endswith(f"within 1%: {moved}") if moved else
             "the transferred fit's answer" not in regret)
+    # the plans since the fresh set also time what optimize --transfer-from --corrected answers
+    assert (regret["the transferred fit's --corrected pick"].endswith("within 1%: 24/40") if name == "fresh" else
+            "the transferred fit's --corrected pick" not in regret)
 
 
 @pytest.mark.parametrize("gpu, name, corrected", [("h100", "dev", "22/40"), ("h200", "heldout", "26/40")])

@@ -262,8 +262,8 @@ ANSWER_RUN_REQUIRED = ("shape", "config", "status", "time_us")
 def _answer_parsers() -> dict:
     number = csvfile.number(finite=False)
     return {"shape": csvfile.text, "config": csvfile.text, "kinds": csvfile.text, "status": csvfile.choice(STATUSES, "status"),
-            "reason": csvfile.text, **{c: number for c in ("fitted_us", "corrected_us", "transfer_us", "time_us",
-                                                          "clock_start", "clock_end")}}
+            "reason": csvfile.text, **{c: number for c in ("fitted_us", "corrected_us", "transfer_us", "transfer_corrected_us",
+                                                          "time_us", "clock_start", "clock_end")}}
 
 
 def _check_answer_row(row: dict) -> None:
