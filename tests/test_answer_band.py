@@ -136,6 +136,12 @@ def test_the_band_reaches_optimize_and_stays_with_its_parameters(band_folder, ca
     for other in (["--set", "t_init_us=2"], ["--tile", "128x128x64"], ["--model", "ws-stage"], ["--params-any-gpu"]):
         assert main(["optimize", *shape, *other]) == 0
         assert ("how long" in capsys.readouterr().out) == (other == ["--params-any-gpu"]), other
+    good = (tmp_path / out).read_text()
+    (tmp_path / out).write_text(good.replace('"low": ', '"low": -', 1))  # a band spoilt by hand
+    assert main(["optimize", *shape]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "answer_band.json: answer = " in err and "not a band" in err
+    (tmp_path / out).write_text(good)
     _fitted(1.4).save(tmp_path / "results" / "h100-sxm5-80gb" / "params.json")  # fitted again
     assert main(["optimize", *shape]) == 0
     assert "how long" not in capsys.readouterr().out  # the band was of the other fit

@@ -75,8 +75,15 @@ def load_band(path: Path, params_path: Path, overrides: list[str] | None,
         found = json.loads(path.read_text())
     except (OSError, ValueError) as err:
         raise UserError(f"{path}: cannot read the answer band ({err}); run `gemmperf answer-band` again") from None
-    if not isinstance(found, dict) or found.get("params_sha256") != digest(params_path) \
-            or found.get("overrides", []) != list(overrides or []):
+    if not isinstance(found, dict):
+        raise UserError(f"{path}: not an answer band (a JSON object); run `gemmperf answer-band` again")
+    for name in ("answer", "corrected"):
+        b = found.get(name)
+        if b is not None and not (isinstance(b, dict) and all(
+                isinstance(b.get(k), (int, float)) and b[k] > 0 for k in ("n", "median", "low", "high", "level"))):
+            raise UserError(f"{path}: {name} = {b!r}: not a band (n, median, low, high, level); "
+                            "run `gemmperf answer-band` again")
+    if found.get("params_sha256") != digest(params_path) or found.get("overrides", []) != list(overrides or []):
         return None
     if not (correction_path is not None and correction_path.is_file()
             and found.get("correction_sha256") == digest(correction_path)):
