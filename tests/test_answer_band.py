@@ -1,5 +1,6 @@
-"""optimize.band and `gemmperf answer-band`: how long the optimizer's answer runs against
-its predicted time, read off answers timed on fresh shapes, and given by `optimize`."""
+"""How long, as a band: optimize.band and `gemmperf answer-band` (how long the optimizer's
+answer runs against its predicted time, read off answers timed on fresh shapes, given by
+`optimize`), and the leave-one-testlist-out band `predict` gives with a prediction."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import pytest
 from gemmperf.app.cli import main
 from gemmperf.fit.residual import Correction
 from gemmperf.hardware import get_gpu
+from gemmperf.intervals import conformal_band as band
 from gemmperf.models import ws_pipelined as W
 from gemmperf.optimize import solve
-from gemmperf.optimize.band import answer_times, band, bands
+from gemmperf.optimize.band import answer_times, bands
 from gemmperf.params import ParamSet, default_params
 from gemmperf.problem import KernelConfig, Shape
 
@@ -164,3 +166,33 @@ def test_answer_band_bad_input_is_one_line(band_folder, capsys):
     assert main([*argv, "--level", "1.5"]) == 2
     assert "--level 1.5" in capsys.readouterr().err
     assert not (tmp_path / "band.json").exists()
+
+
+def test_predict_gives_the_leave_one_testlist_out_band_of_the_workflows_fit(band_folder, capsys):
+    """results/<gpu>/headline.json's bands (fit.protocol.bands): predict --shape adds one
+    line per banded model with the times, its --json rows the band's times; not for
+    another --params, --set or --correction FILE, and a spoilt band is one line."""
+    tmp_path, *_ = band_folder
+    headline = tmp_path / "results" / "h100-sxm5-80gb" / "headline.json"
+    bands = {"ws-pipelined+fit": {"n": 8592, "median": 1.005, "low": 0.846, "high": 1.207, "level": 0.9},
+             "ws-pipelined+fit+residual": {"n": 8592, "median": 0.997, "low": 0.882, "high": 1.167, "level": 0.9}}
+    headline.write_text(json.dumps({"meta": {}, "summary": [], "bands": bands}))
+    argv = ["predict", "--gpu", "h100-sxm5-80gb", "--shape", "4096x4096x4096", "--tile", "128x256x64"]
+    assert main([*argv, "--json"]) == 0
+    row, = json.loads(capsys.readouterr().out)
+    assert row["how_long_low_us"] == pytest.approx(row["predicted_us"] * 0.846)
+    assert row["how_long_high_us"] == pytest.approx(row["predicted_us"] * 1.207)
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    line = f"how long (ws-pipelined): 90% of its leave-one-testlist-out predictions (8592 ws-hopper configurations"
+    assert line in text and f"ran 0.85-1.21x the prediction: {row['predicted_us'] * 0.846:.1f} us to" in text
+    assert main([*argv, "--corrected"]) == 0
+    assert "how long (ws-pipelined+residual): 90%" in capsys.readouterr().out
+    for other in (["--set", "t_init_us=2"], ["--params", "results/h100-sxm5-80gb/params.json"],
+                  ["--corrected", "--correction", "results/h100-sxm5-80gb/correction.json"]):
+        assert main([*argv, *other]) == 0
+        assert "how long" not in capsys.readouterr().out, other
+    headline.write_text(json.dumps({"bands": {"ws-pipelined+fit": {**bands["ws-pipelined+fit"], "low": "x"}}}))
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "headline.json: bands ws-pipelined+fit = " in err and "not a band" in err

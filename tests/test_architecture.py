@@ -21,7 +21,7 @@ LAYERS = {
     "app": 4, "__main__": 4,
     "bench": 3, "fit": 3, "optimize": 3, "report": 3, "predictions": 3,
     "models": 2, "kernels": 2,
-    "errors": 1, "hardware": 1, "problem": 1, "params": 1, "tables": 1, "configs": 1, "progress": 1, "csvfile": 1, "shapegen": 1,
+    "errors": 1, "hardware": 1, "problem": 1, "params": 1, "tables": 1, "intervals": 1, "configs": 1, "progress": 1, "csvfile": 1, "shapegen": 1,
     "__init__": 0,
 }
 MAX_FUNCTION_LINES = 80

@@ -129,3 +129,21 @@ def test_picks_count_ties_at_their_mean_and_skip_rows_a_model_cannot_estimate():
     assert got["ws-pipelined+fit regret %"] == pytest.approx(20.0)
     # NaN (cannot say) and 0 (refused) are not picks: its fastest estimate is 3 us, measured 14 us
     assert got["nvMatmulHeuristics regret %"] == pytest.approx(40.0)
+
+
+def test_bands_are_the_measured_over_predicted_ratios_of_the_headline_split():
+    """fit.protocol.bands: per model, the split-conformal band of measured / predicted over
+    the leave-one-testlist-out rows only (what `gemmperf predict` gives with a prediction)."""
+    from gemmperf.intervals import conformal_band
+
+    n = 40
+    ratios = [0.8 + 0.01 * i for i in range(n)]
+    preds = pl.DataFrame({"split": ["testlist"] * n + ["nk"] * n, "time_us": [10.0] * (2 * n),
+                          "fitted_us": [10.0 / r for r in ratios] + [1.0] * n,
+                          "corrected_us": [10.0 / (2 - r) for r in ratios] + [1.0] * n})
+    got = P.bands(preds)
+    assert set(got) == {"ws-pipelined+fit", "ws-pipelined+fit+residual"}
+    assert got["ws-pipelined+fit"] == pytest.approx(conformal_band(ratios))  # the nk rows (10x) not counted
+    assert got["ws-pipelined+fit"]["low"] == pytest.approx(0.81) and got["ws-pipelined+fit"]["high"] == pytest.approx(1.18)
+    assert got["ws-pipelined+fit+residual"]["median"] == pytest.approx(2 - np.median(ratios))
+    assert P.bands(preds.drop("corrected_us").head(10)) == {}  # too few rows for a 90% band

@@ -162,7 +162,11 @@ def answer_runs(wildcards):
 
 def report_answer_band(wildcards):
     """The run's answer band for its report, where it has one."""
-    return f"results/{wildcards.run}/answer_band.json" if wildcards.run in BAND_RUNS else []
+    return (
+        f"results/{wildcards.run}/answer_band.json"
+        if wildcards.run in BAND_RUNS
+        else []
+    )
 
 
 def all_outputs():

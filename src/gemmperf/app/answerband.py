@@ -14,7 +14,8 @@ import polars as pl
 
 from ..errors import UserError
 from ..fit.residual import Correction
-from ..optimize.band import LEVEL, answer_times, bands
+from ..intervals import LEVEL
+from ..optimize.band import answer_times, bands
 from ..problem import check_dtype
 from ..tables import read_answer_runs
 from .explain import us

@@ -204,7 +204,9 @@ def _headline(a, pset: ParamSet, meas: dict[str, pl.DataFrame], jobs: int) -> in
     meta = {"splits": splits, "dev_rows": dev.height, "dev_shapes": dev.get_column("shape").n_unique(),
             "testlists": sorted(dev.get_column("testlist").unique().to_list()), "heldout_testlist": a.heldout,
             "families": ["ws-hopper"], "nvmmh": why or "available", "classes": list(protocol.CLASSES)}
-    _save(a.out, {"meta": meta, "summary": summary.to_dicts()})
+    band_split = "testlist" if "testlist" in splits else splits[0]  # the headline's split, where it was run
+    _save(a.out, {"meta": {**meta, "bands_split": band_split}, "summary": summary.to_dicts(),
+                  "bands": protocol.bands(preds, band_split)})
     _save_frame(a.table, summary)
     _save_frame(a.predictions, preds, parquet=True)
     _save_frame(a.picks, protocol.picks(preds, protocol.headline_columns(preds)))

@@ -22,12 +22,12 @@ from ..models import MODELS, ws_stage
 from ..predictions import candidate_table, predict_all
 from ..problem import (DEFAULT_GROUP_M, EPILOGUES, FAMILIES, RASTERS, SCHEDULES, KernelConfig, parse_shape,
                        read_testlist)
-from ..tables import CONFIG_KEY, read_measurements, valid_rows
+from ..tables import CONFIG_KEY, FITTED_CORRECTED_MODEL, FITTED_MODEL, read_measurements, valid_rows
 from . import answers
-from .explain import explain_row
+from .explain import explain_row, us
 from .modelparams import (add_gpu_flags, add_transfer_flag, carried_correction, resolve_correction, resolve_params,
                           transferred_params)
-from .resolve import output_path, parse_families, parse_ints, resolve_gpu
+from .resolve import RESULTS, output_path, parse_families, parse_ints, resolve_gpu, run_name
 
 ANCHORED = "ws-pipelined anchored"
 SHOWN = ("model", "m", "n", "k", "tile_m", "tile_n", "stages", "predicted_us", "limiter", "what_if")
@@ -255,6 +255,8 @@ def cmd_predict(a) -> int:
     answers.check_times(out)
     source = answers.params_source(pset, answers.table_pairs(table))
     out = out.with_columns(pl.lit(source).alias("params_source"))
+    bands = loto_bands(a, gpu, pset)
+    out = _with_bands(out, bands)
     carried_note = (f"corrected: {carried_correction(carried_from, gpu)}"
                     if correction is not None and carried_from is not None else None)
     note = "\n".join(n for n in (_what_if_note(out), anchor_note, carried_note) if n) or None
@@ -276,7 +278,68 @@ def cmd_predict(a) -> int:
         print(f"parameters: {source}")
         if note:
             print(note)
+        for line in _band_lines(out, bands):
+            print(line)
     return 0
+
+
+# the leave-one-testlist-out band of each model predict names (headline.json's "bands")
+BANDED = {"ws-pipelined": FITTED_MODEL, "ws-pipelined+residual": FITTED_CORRECTED_MODEL}
+
+
+def loto_bands(a, gpu, pset) -> dict:
+    """Model -> its leave-one-testlist-out band (fit.protocol.bands, in the workflow's
+    results/<run>/headline.json) where the rows are predicted with the GPU's own workflow
+    fit (``pset`` fitted; no --params, --set or --transfer-from), the corrected model's
+    with the workflow's own correction (not --correction FILE); else {}."""
+    path = RESULTS / run_name(gpu.slug, a.dtype) / "headline.json"
+    fitted = any(p.source == "fitted" for (family, _), p in pset.entries.items() if family == "ws-hopper")
+    if a.transfer_from or a.set or a.params or not fitted or not path.is_file():
+        return {}
+    try:
+        found = json.loads(path.read_text()).get("bands") or {}
+    except (OSError, ValueError, AttributeError) as err:
+        raise UserError(f"{path}: cannot read the headline accuracy ({err}); run the workflow again") from None
+    out = {model: found[name] for model, name in BANDED.items() if isinstance(found.get(name), dict)}
+    for model, band in out.items():
+        if not all(isinstance(band.get(k), (int, float)) and band[k] > 0 for k in ("n", "median", "low", "high", "level")):
+            raise UserError(f"{path}: bands {BANDED[model]} = {band!r}: not a band (n, median, low, high, level); "
+                            "run the workflow again")
+    if a.correction:
+        out.pop("ws-pipelined+residual", None)
+    return out
+
+
+def _with_bands(out: pl.DataFrame, bands: dict) -> pl.DataFrame:
+    """``out`` with the band's times (how_long_low_us, how_long_expect_us, how_long_high_us)
+    on the ws-hopper rows of each banded model (the protocol scores ws-hopper)."""
+    if not bands:
+        return out
+    cols = {name: pl.lit(None, pl.Float64) for name in ("low", "median", "high")}
+    for model, band in bands.items():
+        hit = (pl.col("model") == model) & (pl.col("family") == "ws-hopper")
+        cols = {name: pl.when(hit).then(pl.col("predicted_us") * band[name]).otherwise(expr)
+                for name, expr in cols.items()}
+    return out.with_columns(how_long_low_us=cols["low"], how_long_expect_us=cols["median"],
+                            how_long_high_us=cols["high"])
+
+
+def _band_lines(out: pl.DataFrame, bands: dict) -> list[str]:
+    """One line per banded model among ``out``'s ws-hopper rows: its band, and with one
+    such row its times."""
+    lines = []
+    for model, b in bands.items():
+        rows = out.filter((pl.col("model") == model) & (pl.col("family") == "ws-hopper"))
+        if rows.height == 0:
+            continue
+        times = ""
+        if rows.height == 1:
+            t = rows.item(0, "predicted_us")
+            times = f": {us(t * b['low'])} to {us(t * b['high'])}, median {us(t * b['median'])}"
+        lines.append(f"how long ({model}): {b['level']:.0%} of its leave-one-testlist-out predictions ({b['n']} "
+                     f"ws-hopper configurations, each testlist predicted by a fit that saw none of it) ran "
+                     f"{b['low']:.2f}-{b['high']:.2f}x the prediction{times}")
+    return lines
 
 
 def _timeline(a, gpu, pset):

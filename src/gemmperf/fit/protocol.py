@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import UserError
+from ..intervals import LEVEL, conformal_band
 from ..models import nvmmh
 from ..models import ws_pipelined as W
 from ..params import ParamSet
@@ -128,6 +129,21 @@ def headline(dev: pl.DataFrame, pset: ParamSet, splits=GROUPINGS, residual: bool
         progress(f"accuracy: {grouping} split done")
     return (pl.concat(sums, how="diagonal_relaxed").select("split", pl.exclude("split")),
             pl.concat(preds, how="diagonal_relaxed"), why)
+
+
+def bands(preds: pl.DataFrame, split: str = "testlist", level: float = LEVEL) -> dict:
+    """Model -> the band (``intervals.conformal_band``) of measured / predicted over the
+    ``split`` rows of ``headline``'s predictions, for the fitted model and the corrected
+    one: how far a prediction for a shape no fit saw falls from its measurement (what
+    ``gemmperf predict`` gives with a prediction). A model without rows: absent."""
+    rows = preds.filter(pl.col("split") == split) if "split" in preds.columns else preds
+    out = {}
+    for model, col in ((FITTED_MODEL, "fitted_us"), (FITTED_CORRECTED_MODEL, "corrected_us")):
+        if col in rows.columns:
+            band = conformal_band((rows.get_column("time_us") / rows.get_column(col)).to_list(), level)
+            if band is not None:
+                out[model] = band
+    return out
 
 
 def headline_columns(preds: pl.DataFrame) -> dict[str, str]:

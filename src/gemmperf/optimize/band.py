@@ -10,26 +10,22 @@ H100 and H200 ran 1.08x their predicted time at the geometric mean (``--correcte
 would be too narrow and centred in the wrong place; this one is read off timed answers.
 
 ``answer_times`` asks today's fit (and correction) for each timed shape's answer again, and
-takes its measured time where a run timed that configuration; ``band`` turns the ratios
-measured / predicted into a median and a split-conformal interval: for n ratios and a level
-1 - a, the floor((n + 1) a / 2)-th and the ceil((n + 1) (1 - a / 2))-th smallest. Where the
-next shape's answer is exchangeable with the timed ones (a shape drawn as they were, the
-same GPU, fit and correction), its ratio falls inside with probability at least the level.
+takes its measured time where a run timed that configuration; ``bands`` turns the ratios
+measured / predicted into a median and a split-conformal interval (``intervals``): where
+the next shape's answer is exchangeable with the timed ones (a shape drawn as they were,
+the same GPU, fit and correction), its ratio falls inside with probability at least the
+level.
 """
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import polars as pl
 
+from ..intervals import LEVEL, conformal_band
 from ..params import ParamSet
 from ..problem import parse_shape
 from .shortlist import RERANK, reranked, shortlist
 from .solver import solve
-
-LEVEL = 0.9  # the band's coverage: 90% of answers inside it
 
 ANSWER_TIMES_SCHEMA = {"shape": pl.Utf8, "answer": pl.Utf8, "predicted_us": pl.Float64, "measured_us": pl.Float64,
                        "pick": pl.Utf8, "corrected_us": pl.Float64, "pick_measured_us": pl.Float64}
@@ -60,19 +56,6 @@ def answer_times(runs: pl.DataFrame, params: ParamSet, correction=None, family: 
     return pl.DataFrame(rows, schema=ANSWER_TIMES_SCHEMA)
 
 
-def band(ratios, level: float = LEVEL) -> dict | None:
-    """Measured / predicted ``ratios`` -> {"n", "median", "low", "high", "level"}: their
-    median and the split-conformal interval at ``level`` (module doc). None where there
-    are too few for one (n + 1 < 2 / (1 - level): 19 ratios at 90%)."""
-    r = np.sort(np.asarray([x for x in ratios if x is not None and math.isfinite(x) and x > 0], dtype=float))
-    n = len(r)
-    eps = 1e-9  # (n + 1) x 0.05 is 0.9999... in floating point where it is 1
-    lo, hi = math.floor((n + 1) * (1 - level) / 2 + eps), math.ceil((n + 1) * (1 + level) / 2 - eps)
-    if n == 0 or lo < 1 or hi > n:
-        return None
-    return {"n": n, "median": float(np.median(r)), "low": float(r[lo - 1]), "high": float(r[hi - 1]), "level": level}
-
-
 def bands(times: pl.DataFrame, level: float = LEVEL) -> dict:
     """``answer_times``' table -> {"answer": band of measured / predicted, "corrected":
     band of the corrected pick's measured / corrected time}; each None where too few were
@@ -81,5 +64,5 @@ def bands(times: pl.DataFrame, level: float = LEVEL) -> dict:
         t = times.filter(pl.col(measured).is_not_null() & pl.col(predicted).is_not_null())
         return (t.get_column(measured) / t.get_column(predicted)).to_list()
 
-    return {"answer": band(ratios("measured_us", "predicted_us"), level),
-            "corrected": band(ratios("pick_measured_us", "corrected_us"), level)}
+    return {"answer": conformal_band(ratios("measured_us", "predicted_us"), level),
+            "corrected": conformal_band(ratios("pick_measured_us", "corrected_us"), level)}
