@@ -486,7 +486,8 @@ def band_check() -> list[str]:
     and as the band's median expects (mean absolute %)."""
     import polars as pl
 
-    from gemmperf.optimize.band import answer_times, band
+    from gemmperf.intervals import conformal_band as band
+    from gemmperf.optimize.band import answer_times
 
     times = {}
     for gpu_key in GPUS:
