@@ -18,6 +18,15 @@ import numpy as np
 LEVEL = 0.9  # a band's coverage: 90% of ratios inside it
 
 
+BAND_KEYS = ("n", "median", "low", "high", "level")
+
+
+def is_band(band) -> bool:
+    """Whether ``band`` (read back from a file) is what ``conformal_band`` writes: a dict
+    with a positive number for each of BAND_KEYS."""
+    return isinstance(band, dict) and all(isinstance(band.get(k), (int, float)) and band[k] > 0 for k in BAND_KEYS)
+
+
 def conformal_band(ratios, level: float = LEVEL) -> dict | None:
     """Measured / predicted ``ratios`` -> {"n", "median", "low", "high", "level"}; None
     where there are too few for an interval at ``level`` (n + 1 < 2 / (1 - level): 19

@@ -14,7 +14,7 @@ import polars as pl
 
 from ..errors import UserError
 from ..fit.residual import Correction
-from ..intervals import LEVEL
+from ..intervals import LEVEL, is_band
 from ..optimize.band import answer_times, bands
 from ..problem import check_dtype
 from ..tables import read_answer_runs
@@ -80,8 +80,7 @@ def load_band(path: Path, params_path: Path, overrides: list[str] | None,
         raise UserError(f"{path}: not an answer band (a JSON object); run `gemmperf answer-band` again")
     for name in ("answer", "corrected"):
         b = found.get(name)
-        if b is not None and not (isinstance(b, dict) and all(
-                isinstance(b.get(k), (int, float)) and b[k] > 0 for k in ("n", "median", "low", "high", "level"))):
+        if b is not None and not is_band(b):
             raise UserError(f"{path}: {name} = {b!r}: not a band (n, median, low, high, level); "
                             "run `gemmperf answer-band` again")
     if found.get("params_sha256") != digest(params_path) or found.get("overrides", []) != list(overrides or []):
@@ -92,14 +91,12 @@ def load_band(path: Path, params_path: Path, overrides: list[str] | None,
     return found
 
 
-def band_sentence(b: dict | None, predicted_us: float, corrected: bool = False) -> str | None:
-    """'how long: ...' for an answer predicted (``corrected``: corrected) at ``predicted_us``,
-    from its band ``b``."""
-    if not b:
-        return None
+def band_sentence(b: dict, corrected: bool = False) -> str:
+    """'how long: ...' spelt out for an answer (``corrected``: --corrected's pick), from its
+    band entry (the band with ``expect_us``, ``low_us``, ``high_us``)."""
     what = ("--corrected's picks", "corrected time") if corrected else ("the answers", "predicted time")
-    return (f"how long{' (corrected)' if corrected else ''}: expect {us(predicted_us * b['median'])} "
-            f"({us(predicted_us * b['low'])} to {us(predicted_us * b['high'])}): {what[0]} timed on {b['n']} shapes "
+    return (f"how long{' (corrected)' if corrected else ''}: expect {us(b['expect_us'])} "
+            f"({us(b['low_us'])} to {us(b['high_us'])}): {what[0]} timed on {b['n']} shapes "
             f"no fit saw ran {b['low']:.2f}-{b['high']:.2f}x their {what[1]} ({b['level']:.0%}), median "
             f"{b['median']:.2f}x")
 

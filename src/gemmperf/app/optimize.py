@@ -182,7 +182,7 @@ def optimize_shape(a, gpu, pset, fams, fix, carried_from=None) -> int:
         print(f"corrected {carried_correction(carried_from, gpu)}")
     if a.explain and how_long:
         for name, entry in how_long.items():
-            print(band_sentence(entry, entry["expect_us"] / entry["median"], name == "corrected"))
+            print(band_sentence(entry, name == "corrected"))
         print(f"  (the answer band: {band})")
     return 0
 

@@ -17,6 +17,7 @@ import polars as pl
 from .. import configs
 from ..errors import UserError, where
 from ..fit.transfer import anchored
+from ..intervals import is_band
 from ..kernels import get_family
 from ..models import MODELS, ws_stage
 from ..predictions import candidate_table, predict_all
@@ -302,7 +303,7 @@ def loto_bands(a, gpu, pset) -> dict:
         raise UserError(f"{path}: cannot read the headline accuracy ({err}); run the workflow again") from None
     out = {model: found[name] for model, name in BANDED.items() if isinstance(found.get(name), dict)}
     for model, band in out.items():
-        if not all(isinstance(band.get(k), (int, float)) and band[k] > 0 for k in ("n", "median", "low", "high", "level")):
+        if not is_band(band):
             raise UserError(f"{path}: bands {BANDED[model]} = {band!r}: not a band (n, median, low, high, level); "
                             "run the workflow again")
     if a.correction:
