@@ -73,8 +73,13 @@ FAMILY = "ws-hopper"
 # set -> seed (testlists/random.csv is 17017, sealed.csv 92863): "dev" drawn on 2026-11-28
 # before the choice of --top and --corrected, "heldout" after it; "fresh" drawn on
 # 2026-11-28 ~21:15 UTC after the answer band's form was chosen (the band is scored on it
-# once: --band), planned for the H200 only (no H100 was lent that session)
-SETS = {"dev": 20261128, "heldout": 20261129, "fresh": 20261130}
+# once: --band), planned for the H200 only (no H100 was lent that session); "fresh2" and
+# "fresh3" drawn on 2026-11-29 ~02:15 UTC, with the answer band and the model as they were
+# (step 24), to score that band once more, then to widen it
+SETS = {"dev": 20261128, "heldout": 20261129, "fresh": 20261130, "fresh2": 20261201, "fresh3": 20261202}
+# the sets in the order drawn, those drawn together in one draw: --band scores each draw by
+# the band of the draws before it (what a user had when its shapes came)
+DRAWS = (("dev",), ("heldout",), ("fresh",), ("fresh2", "fresh3"))
 COUNT = 40
 TOP = 8  # the shortlist timed per shape (--top 8)
 CORRECTED_TOP = 4
@@ -483,7 +488,8 @@ def band_check() -> list[str]:
     band of all but a set against that set's, and each GPU's band of the sets both GPUs
     ran against the other GPU's. Per pair and for the answer and --corrected's pick: the
     band, the share of the other answers inside it, and the answer's time off as predicted
-    and as the band's median expects (mean absolute %)."""
+    and as the band's median expects (mean absolute %). A draw of several sets (DRAWS) is
+    also scored whole by the band of the draws before it."""
     import polars as pl
 
     from gemmperf.intervals import conformal_band as band
@@ -504,6 +510,11 @@ def band_check() -> list[str]:
     sets = {g: [n for n in SETS if (g, n) in times] for g in GPUS}
     pairs = [((g, (a,)), (g, (b,))) for g in GPUS for a in sets[g] for b in sets[g] if a != b]
     pairs += [((g, tuple(n for n in sets[g] if n != b)), (g, (b,))) for g in GPUS for b in sets[g] if len(sets[g]) > 2]
+    for g in GPUS:
+        for i, draw in enumerate(DRAWS[2:], start=2):
+            before = tuple(n for d in DRAWS[:i] for n in d if n in sets[g])
+            if all(n in sets[g] for n in draw) and len(draw) > 1 and before:
+                pairs.append(((g, before), (g, draw)))
     common = tuple(n for n in SETS if all(n in sets[g] for g in GPUS))
     pairs += [((a, common), (b, common)) for a in GPUS for b in GPUS if a != b and common]
 
