@@ -488,8 +488,8 @@ def band_check() -> list[str]:
     band of all but a set against that set's, and each GPU's band of the sets both GPUs
     ran against the other GPU's. Per pair and for the answer and --corrected's pick: the
     band, the share of the other answers inside it, and the answer's time off as predicted
-    and as the band's median expects (mean absolute %). A draw of several sets (DRAWS) is
-    also scored whole by the band of the draws before it."""
+    and as the band's median expects (mean absolute %); and each draw (DRAWS) whole by the
+    band of the draws before it: what a user had when its shapes came."""
     import polars as pl
 
     from gemmperf.intervals import conformal_band as band
@@ -510,11 +510,12 @@ def band_check() -> list[str]:
     sets = {g: [n for n in SETS if (g, n) in times] for g in GPUS}
     pairs = [((g, (a,)), (g, (b,))) for g in GPUS for a in sets[g] for b in sets[g] if a != b]
     pairs += [((g, tuple(n for n in sets[g] if n != b)), (g, (b,))) for g in GPUS for b in sets[g] if len(sets[g]) > 2]
-    for g in GPUS:
-        for i, draw in enumerate(DRAWS[2:], start=2):
+    for g in GPUS:  # each draw by the draws before it (the first's are in the pairs above)
+        for i, draw in enumerate(DRAWS[1:], start=1):
             before = tuple(n for d in DRAWS[:i] for n in d if n in sets[g])
-            if all(n in sets[g] for n in draw) and len(draw) > 1 and before:
-                pairs.append(((g, before), (g, draw)))
+            pair = ((g, before), (g, draw))
+            if before and all(n in sets[g] for n in draw) and pair not in pairs:
+                pairs.append(pair)
     common = tuple(n for n in SETS if all(n in sets[g] for g in GPUS))
     pairs += [((a, common), (b, common)) for a in GPUS for b in GPUS if a != b and common]
 
