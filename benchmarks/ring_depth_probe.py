@@ -1,10 +1,12 @@
 """Probe: how does a k-block's time fall with the ring depth B, at fixed tiles and CTAs?
 
-The model's ring takes max(Tc, x, (lat + x + Tc) / B) a k-block. The kernel's consumer
-releases a slot one k-block late (it waits for the previous k-block's wgmma after issuing
-the next one), which as a max-plus cycle would give (lat + x) / (B - 1); the development
-data prefer B, the zero-fill-rows probe's in-bounds rows sit between the two
-(benchmarks/MODEL_ACCURACY.md, "Tried in the twelfth session"). This times every ring
+When this probe was written the model's ring took max(Tc, x, (lat + x + Tc) / B) a
+k-block. The kernel's consumer releases a slot one k-block late (it waits for the previous
+k-block's wgmma after issuing the next one), which as a max-plus cycle would give
+(lat + x) / (B - 1); the development data then preferred B, the zero-fill-rows probe's
+in-bounds rows sit between the two (benchmarks/MODEL_ACCURACY.md, "Tried in the twelfth
+session"). Since step 25 the latency term is (lat + Tc) * (1 / (B - h) + 1 / B_sat): h
+held slots, a deep ring saturating (MODEL_ACCURACY.md, step 25). This times every ring
 depth from 2 up to the deepest the shared memory holds, for 128x64, 128x128, 128x256 and
 64x128 tiles (1x1 clusters, cooperative, TMA-store epilogue, persistent), nothing
 overhanging M or N, K = 8192 (TK = 64: 128 k-blocks), with 32 CTAs (one tile row, 32

@@ -33,6 +33,12 @@ def pred(df, **flags):
     return W.predict(df, PS, **flags).get_column("predicted_us").to_numpy()
 
 
+def per_round_trip(c, stages):
+    """What one us of a slot's round trip adds to the latency term of a ring of ``stages``
+    slots: 1 / (B - h) + 1 / B_sat (slot_release, ring_saturation)."""
+    return 1.0 / (stages - c.held_slots) + 1.0 / c.ring_saturation_slots
+
+
 def test_registered_and_columns():
     assert MODELS["ws-pipelined"] is W
     out = predict(rows(m=[4096], n=[4096], k=[4096]), PS, "ws-pipelined")
@@ -158,7 +164,7 @@ def test_row_alignment_costs_the_shared_l2_not_one_sms_tma_path():
     lat_s = 2 * 128 * 64 * 2 * (lines - 1) / k.sm_load_bytes_per_us  # a slot: 128-row A and B boxes
     periods = math.ceil(3000 / 64) - 1
     extra = t(lone, costly) - t(lone, costly, split_row_latency=False)
-    assert 0 < extra <= periods * lat_s / 4 + 1e-9  # 4 stages, the p-norm at most all of it
+    assert 0 < extra <= periods * lat_s * per_round_trip(k, 4) + 1e-9  # 4 stages, the p-norm at most all of it
 
 
 def test_direct_epilogue_is_bound_by_the_wave_as_well_as_the_sm():
@@ -575,9 +581,10 @@ def test_a_slots_round_trip_waits_behind_the_slots_in_flight():
         lat_q = q * ctas * 4 * slot / 1e6
         assert on["fill_us"][i] == off["fill_us"][i]
         assert on["limiter"][i] == off["limiter"][i] == "latency"
-        # a p-norm of the period's terms: at least most of lat_q / B a k-block, at most all
+        # a p-norm of the period's terms: at least most of lat_q's share a k-block, at most all
         more = on["stage_period_us"][i] - off["stage_period_us"][i]
-        assert 0.5 * lat_q / 4 < more <= lat_q / 4 + 1e-12
+        share = lat_q * per_round_trip(W.default_constants(GPU), 4)
+        assert 0.5 * share < more <= share + 1e-12
     assert on["stage_period_us"][2] > on["stage_period_us"][1] >= on["stage_period_us"][0]
 
 
@@ -598,9 +605,10 @@ def test_split_rows_lengthen_a_slots_round_trip():
         lat_s = slot * (lines - 1) / c.sm_load_bytes_per_us
         assert on["limiter"][i] == off["limiter"][i] == "latency"
         assert on["fill_us"][i] == off["fill_us"][i]
-        # a p-norm of the period's terms: at least most of lat_s / B a k-block, at most all
+        # a p-norm of the period's terms: at least most of lat_s's share a k-block, at most all
         more = on["stage_period_us"][i] - off["stage_period_us"][i]
-        assert 0.5 * lat_s / 4 < more <= factor * lat_s / 4 + 1e-9
+        share = lat_s * per_round_trip(c, 4)
+        assert 0.5 * share < more <= factor * share + 1e-9
     assert on.row(1) == off.row(1)
 
 
@@ -868,3 +876,50 @@ def test_a_non_persistent_tma_store_wave_waits_for_its_staging_to_drain_before_i
     assert on["predicted_us"][0] - off["predicted_us"][0] == pytest.approx(3 * drain, rel=1e-9)
     assert on["epilogue_us"][0] - off["epilogue_us"][0] == pytest.approx(3 * drain, rel=1e-9)
     assert on.row(1) == off.row(1) and on.row(2) == off.row(2)
+
+
+def test_a_held_slot_and_the_round_trip_without_the_transfer():
+    """slot_release: the consumer holds h of the B slots and a slot's round trip is its
+    latency and its multiply, so a latency-bound ring's term is round_trip / (B - h) (with
+    ring_saturation off); off, (round_trip + x) / B. At two stages the held slot makes the
+    ring slower; the fill and the stage times do not move."""
+    c = W.default_constants(GPU)
+    assert 0.0 < c.held_slots <= 1.5
+    row = dict(tile_m=128, tile_n=64, persistent=True, raster="row", k=8192)
+    df = pl.concat([_decode(m=128, n=64 * 8, stages=b, **row) for b in (2, 4, 8)])
+    on = W.predict(df, PS, ring_saturation=False)
+    off = W.predict(df, PS, ring_saturation=False, slot_release=False)
+    assert on["limiter"][0] == off["limiter"][0] == "latency"
+    assert on["stage_period_us"][0] > off["stage_period_us"][0]  # 2 - h slots against 2
+    for col in ("fill_us", "stage_load_us", "stage_math_us", "init_us"):
+        assert on[col].to_list() == off[col].to_list()
+    # the free slots: B - h, and B off
+    b = np.array([2.0, 4.0, 8.0])
+    assert np.all(E.free_slots(SimpleNamespace(stages=b, c=c, on=SimpleNamespace(slot_release=True)))
+                  == b - c.held_slots)
+    assert np.all(E.free_slots(SimpleNamespace(stages=b, c=c, on=SimpleNamespace(slot_release=False))) == b)
+    # a held share above B - 1 leaves one slot (a one-slot ring is serial), never none
+    many = dataclasses.replace(c, held_slots=1.5)
+    assert list(E.free_slots(SimpleNamespace(stages=np.array([1.0, 2.0, 4.0]), c=many,
+                                             on=SimpleNamespace(slot_release=True)))) == [1.0, 1.0, 2.5]
+
+
+def test_a_deep_ring_saturates():
+    """ring_saturation: each slot in flight lengthens its own ring's round trip by
+    1 / B_sat of it, so from 4 to 8 stages a latency-bound ring's term falls by
+    (1/(8 - h) + 1/B_sat) / (1/(4 - h) + 1/B_sat), less than (4 - h) / (8 - h); off, every
+    prediction is as before, and on, every ring is slower."""
+    assert 2.0 <= W.default_constants(GPU).ring_saturation_slots <= 200.0
+    slow = C.with_values(PS, "ws-hopper", "bf16", {"ring_extra_latency_us": 1.0})  # the round trip binds
+    c = W.constants_for(slow, "ws-hopper", "bf16")
+    row = dict(tile_m=64, tile_n=64, persistent=True, raster="row", k=16384)
+    df = pl.concat([_decode(m=64, n=64 * 4, stages=b, **row) for b in (4, 8)])
+    on, off = W.predict(df, slow), W.predict(df, slow, ring_saturation=False)
+    assert (on["limiter"] == "latency").all() and (off["limiter"] == "latency").all()
+    assert (on["stage_period_us"] > off["stage_period_us"]).all()
+    deeper_on = on["stage_period_us"][1] / on["stage_period_us"][0]
+    deeper_off = off["stage_period_us"][1] / off["stage_period_us"][0]
+    assert deeper_off < deeper_on < 1.0
+    h, sat = c.held_slots, c.ring_saturation_slots
+    assert deeper_on == pytest.approx((1 / (8 - h) + 1 / sat) / (1 / (4 - h) + 1 / sat), rel=0.05)
+    assert E.ring_saturation(SimpleNamespace(c=c, on=SimpleNamespace(ring_saturation=False))) == 0.0

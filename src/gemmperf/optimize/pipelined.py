@@ -9,7 +9,7 @@ The model's physics is not re-derived here. ``pipelined_table`` runs
 where K is evaluate()'s ``ring_us``, the part of the main loop the ring depth B changes
 (the K loops' steady periods on the critical path: F*(S-1) periods of the full waves and
 [R>0]*(S-1) of the remainder wave, less stream-K's segment ends, each period the ring's
-p-norm of (Tc, x, z, (lat + x + Tc)/B): whatever the model's load physics is). K depends on
+p-norm of (Tc, x, z, the round trip over the free slots): whatever the model's load physics is). K depends on
 the (class, variant) and B only (the variant holds the K split and stream-K, which change
 S and the waves); A and D per (class, variant, persistent): A is the time the ring depth
 does not change (init, fills and their exposure, epilogues, reductions, overheads,

@@ -90,11 +90,18 @@ plain ``ws-stage`` / ``ws-persistent`` assumption so its contribution shows):
 - ``store_exit``: a TMA-store CTA exits only once its staging buffers are read, so each
   wave of a non-persistent grid waits for its tiles' drain from shared memory, which a
   persistent grid pays once.
+- ``slot_release``: the consumer frees a k-block's slot only once the next k-block's
+  multiply is issued, so h of the B slots are held (B - h rotate), and a slot's round trip
+  is its load's latency and its multiply (its share of the bandwidth is ring_queue's wait
+  and the period's x term).
+- ``ring_saturation``: each slot a CTA keeps in flight lengthens its own slots' round trip,
+  so a deeper ring gains less than 1 / (B - h).
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and
-Pk(a) = max(Tc, x, z_mc, (lat_ring + lat_oob + lat_q + lat_s + x + Tc)/B) the steady
-period (a p-norm with ``ring_jitter``; lat_oob the zero fill's latency, ``boundary_fill``;
+Pk(a) = max(Tc, x, z_mc, (lat_ring + lat_oob + lat_q + lat_s + Tc) * (1/(B - h) + 1/B_sat))
+the steady period (a p-norm with ``ring_jitter``; h the held slots, ``slot_release``; B_sat
+the slots in flight that double a round trip, ``ring_saturation``; lat_oob the zero fill's latency, ``boundary_fill``;
 lat_q the queue of slots in flight, ``ring_queue``; lat_s the split rows' extra requests,
 ``split_row_latency``; z_mc the wholly out-of-bounds multicast slices, ``oob_multicast``):
     fill(a) = load_latency_us + lat_oob(a) + z_mc(a) + x(a),   Lk(a) = (S - 1)*Pk(a) + Tc
@@ -118,7 +125,7 @@ values stored in ``Params.constants`` over the descriptor defaults (``constants_
 
 Limiter (``Limiter``; the column holds its lower-case name) of the first wave's steady
 state: "load" (x, DRAM term), "l2" (x, L2 term), "math", "smem", "latency" (the
-(lat + x + Tc)/B term), "epilogue" (E exceeds the loop), "writes" (E exceeds the loop
+ring's round trip over its free slots), "epilogue" (E exceeds the loop), "writes" (E exceeds the loop
 for the DRAM writes of C it waits on, dram_writes' backlog).
 Columns: predicted_us, limiter, init_us, fill_us, mainloop_us, epilogue_us,
 reduction_us (split-K's and stream-K's partial writes, arrivals and fix-up reads),

@@ -21,7 +21,7 @@ class Limiter(IntEnum):
     L2 = 1  # the transfer x, L2 term
     MATH = 2  # the tensor cores (Tc = T_MATH)
     SMEM = 3  # shared-memory bandwidth (Tc = T_SMEM)
-    LATENCY = 4  # the ring's latency term (lat_ring + lat_oob + lat_q + lat_s + x + Tc) / B
+    LATENCY = 4  # the ring's latency term (lat_ring + lat_oob + lat_q + lat_s + Tc) * (1/(B - h) + 1/B_sat)
     EPILOGUE = 5  # the epilogue exceeds the tile's K loop
     WRITES = 6  # the epilogue exceeds the tile's K loop because C's stores wait for DRAM (dram_writes' backlog)
 

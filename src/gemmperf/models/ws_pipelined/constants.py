@@ -104,7 +104,9 @@ class PipelinedConstants:
     sector_split_cost: float = _const(
         fixed(1.0), "requests", "extra L2 requests of a box row that is not on a 32-byte sector", 0.0, 4.0)
     ring_extra_latency_us: float = _const(
-        fixed(0.5), "us", "a ring slot's round trip beyond the microbenchmarks' load latency", 0.0, 5.0)
+        fixed(0.15), "us", "a ring slot's round trip beyond the microbenchmarks' load latency (default: the order "
+        "the H100's development data fit, 0.14; 0.5 before step 25 took the transfer out of the round trip)",
+        0.0, 5.0)
     oob_latency_us: float = _const(
         fixed(2.5), "us", "most that zero-filled box rows in flight add to a ring slot's round trip: the "
         "zero-fill path's queue full (benchmarks/zero_fill_rows_probe.py: about 2.2 us on the H100)", 0.0, 10.0)
@@ -160,6 +162,12 @@ class PipelinedConstants:
         fixed(0.04), "us/MB", "what a ring slot's round trip waits behind each MB of ring slots in flight on the GPU "
         "(every CTA of the wave keeps B slots of its A and B boxes in flight; benchmarks/ring_depth_probe.py --ctas: "
         "the round trip grows 1.3-1.9x from 1 to 64 CTAs, 0.04-0.12 us a MB, the default its lower figure)", 0.0, 0.5)
+    held_slots: float = _const(
+        fixed(1.0), "slots", "ring slots a consumer holds beyond those in flight: it frees k-block j - 1's slot only "
+        "once j's wgmma is issued and j - 1's done (kernels/hopper.cu: one slot)", 0.0, 1.5)
+    ring_saturation_slots: float = _const(
+        fixed(12.0), "slots", "slots a CTA keeps in flight at which its own slots' round trip has doubled: each "
+        "slot in flight lengthens it by 1/this (default: the order the H100's development data fit, 11)", 2.0, 200.0)
     stream_k_lookup_us: float = _const(
         clocks(440.0), "us", "stream-K's read-back finds each partial's workspace slot before its loads issue: "
         "its contributor's first iteration (an integer division) and a 64-bit address for each load, about 110 "

@@ -134,12 +134,46 @@ def smem_limit(x: Inputs, t_math, t_smem):
 
 
 def latency_term(x: Inputs, t_load, t_c, lat_wait):
-    """(lat_ring + lat_wait + x + Tc) / B: a ring buffer's cycle (load latency, transfer,
-    multiply) shared by the B buffers that rotate through it; ``lat_wait``: what the round
-    trip waits beyond lat_ring, the zero fill's latency lat_oob (``boundary_fill``), the
-    queue of slots in flight lat_q (``ring_queue``) and the split rows' extra requests
-    lat_s (``split_row_latency``)."""
-    return (ring_latency(x) + lat_wait + t_load + t_c) / x.stages
+    """A ring slot's round trip shared by the slots that rotate through it,
+        (lat_ring + lat_wait + Tc) * (1 / (B - h) + 1 / B_sat)
+    (``slot_release``: the round trip is the load's latency and the multiply, and h of the
+    B slots are held; ``ring_saturation``: the 1 / B_sat part). ``lat_wait``: what the
+    round trip waits beyond lat_ring, the zero fill's latency lat_oob (``boundary_fill``),
+    the queue of slots in flight lat_q (``ring_queue``) and the split rows' extra requests
+    lat_s (``split_row_latency``). Both off: (lat_ring + lat_wait + x + Tc) / B, a cycle of
+    load latency, transfer and multiply over the B slots."""
+    round_trip = ring_latency(x) + lat_wait + t_c + (0.0 if x.on.slot_release else t_load)
+    return round_trip * (1.0 / free_slots(x) + ring_saturation(x))
+
+
+def free_slots(x: Inputs):
+    """The ring's slots a round trip rotates through, B - h (``slot_release``).
+
+    The consumer issues k-block j's wgmma, waits for j - 1's (``wgmma.wait_group 1``,
+    kernels/hopper.cu) and only then frees j - 1's slot, so about one slot of the B is
+    held while the next k-block is multiplied: h = ``held_slots`` (at most B - 1: a ring
+    of one slot is serial). The round trip of a slot is then the load's latency and the
+    multiply; its share of the wave's bandwidth is the queue it waits in (``ring_queue``)
+    and the transfer term x of the period, not a third time in the cycle.
+    benchmarks/ring_depth_probe.py's 32-CTA rings: (L0 + Tc) / (B - 1) with L0 about
+    0.75 us; on the development data the held share fits at 0.8 slots with
+    ``ring_saturation``. Off: B slots, and x in the round trip."""
+    if not x.on.slot_release:
+        return x.stages.astype(np.float64)
+    return x.stages - np.minimum(x.c.held_slots, x.stages - 1.0)
+
+
+def ring_saturation(x: Inputs):
+    """1 / B_sat (``ring_saturation``): each slot a CTA keeps in flight lengthens its own
+    slots' round trip, by 1 / ``ring_saturation_slots`` of it, so the latency term
+        round_trip * (1 / (B - h) + 1 / B_sat) = round_trip * (1 + (B - h) / B_sat) / (B - h)
+    falls more slowly than 1 / (B - h) and no ring is shorter than round_trip / B_sat a
+    k-block: one SM's TMA path serves its own slots in turn (the GPU-wide queue is
+    ``ring_queue``'s). On the development data the in-sample within-shape error of the
+    latency-bound rows ran 0.84 -> 1.01x from 4 to 8 stages of 16 KB slots without it
+    (benchmarks/MODEL_ACCURACY.md, step 25); ring_depth_probe.py's rings flatten from six
+    slots on. Off: 0."""
+    return x.c.ring_saturation_slots ** -1.0 if x.on.ring_saturation else 0.0
 
 
 def ring_queue(x: Inputs, a, slot_bytes):
@@ -180,8 +214,9 @@ def pipelining(x: Inputs, t_load, t_c, lat_wait, z_mc):
     """(K loop of one tile after its fill, steady period) with the loop pipelined through the ring.
 
     The steady period is the ring's cycle mean, the slowest of its terms
-        Pk = max(Tc, x, z_mc, (lat_ring + lat_wait + x + Tc) / B)
-    (lat_wait = lat_oob + lat_q + lat_s, see ``latency_term``; z_mc = ``oob_multicast``'s term)
+        Pk = max(Tc, x, z_mc, (lat_ring + lat_wait + Tc) * (1 / (B - h) + 1 / B_sat))
+    (the last the ring's round trip over its free slots, lat_wait = lat_oob + lat_q + lat_s:
+    see ``latency_term``; z_mc = ``oob_multicast``'s term)
     taken softly where ``ring_jitter`` is on (times ``cluster_lockstep``'s factor), and the
     loop after the fill takes (S - 1)*Pk + Tc.
     Off: the whole K extent is one block (gemm-model): max(S*x, S*Tc) - x after the fill."""

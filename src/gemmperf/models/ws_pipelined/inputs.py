@@ -45,6 +45,8 @@ class Switches:
     ring_queue: bool = True
     split_row_latency: bool = True
     store_exit: bool = True
+    slot_release: bool = True
+    ring_saturation: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
