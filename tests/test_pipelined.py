@@ -923,3 +923,33 @@ def test_a_deep_ring_saturates():
     h, sat = c.held_slots, c.ring_saturation_slots
     assert deeper_on == pytest.approx((1 / (8 - h) + 1 / sat) / (1 / (4 - h) + 1 / sat), rel=0.05)
     assert E.ring_saturation(SimpleNamespace(c=c, on=SimpleNamespace(ring_saturation=False))) == 0.0
+
+
+def test_an_edge_tile_stores_only_its_part_inside_c():
+    """partial_stores: the epilogue's global stores cover only the tile's part inside C
+    (predicated direct stores, clipped TMA boxes), so a wave's fullest tile stores
+    min(TM, M) x min(TN, N16) and its DRAM writes are the in-bounds share of its tiles;
+    the staging writes to shared memory stay whole. Tiles inside C are as before, bit for
+    bit."""
+    c = W.default_constants(GPU)
+    ins = lambda **kw: SimpleNamespace(**{k: np.asarray(v) for k, v in kw.items()},  # noqa: E731
+                                       on=SimpleNamespace(partial_stores=True))
+    # M = 3 of a 128-row tile, N = 100 padded to 104 (16 bytes of bf16) of a 128-column one
+    s = E.partial_stores(ins(m=3, n=100, tile_m=128, tile_n=128, out_bytes=2))
+    assert s.tile == 3 * 104 * 2 and s.share == pytest.approx(3 * 104 / (128 * 128))
+    # C a tile multiple: the whole tile, share 1
+    s = E.partial_stores(ins(m=256, n=512, tile_m=128, tile_n=256, out_bytes=2))
+    assert s.tile == 128 * 256 * 2 and s.share == 1.0
+    off = E.partial_stores(SimpleNamespace(m=3, n=100, tile_m=128, tile_n=128, out_bytes=2,
+                                           on=SimpleNamespace(partial_stores=False)))
+    assert off.tile == 128 * 128 * 2 and off.share == 1.0
+    # a decode GEMM (M = 8) of 128x128 tiles, one k-block: the direct epilogue stores 8 rows
+    df = pl.concat([_big(m=8, n=4096, k=64, tile_n=128, persistent=False),
+                    _big(m=8, n=4096, k=64, tile_n=128, persistent=False, epilogue="tma"),
+                    _big(m=1024, n=4096, k=64, tile_n=128)])
+    on, no = W.predict(df, PS), W.predict(df, PS, partial_stores=False)
+    saved = (128 - 8) * 128 * 2 / c.store_bytes_per_us
+    assert no["epilogue_us"][0] - on["epilogue_us"][0] == pytest.approx(saved, rel=1e-9)
+    # TMA stores: the staging is whole, the exit's drain (store_exit) and the last drain are 8 rows
+    assert on["epilogue_us"][1] < no["epilogue_us"][1]
+    assert on.row(2) == no.row(2)

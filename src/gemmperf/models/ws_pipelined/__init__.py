@@ -96,6 +96,9 @@ plain ``ws-stage`` / ``ws-persistent`` assumption so its contribution shows):
   and the period's x term).
 - ``ring_saturation``: each slot a CTA keeps in flight lengthens its own slots' round trip,
   so a deeper ring gains less than 1 / (B - h).
+- ``partial_stores``: the epilogue stores only a tile's part inside C (predicated direct
+  stores, clipped TMA boxes): a wave's fullest tile stores min(TM, M) x min(TN, N16), its
+  DRAM writes are the in-bounds share of its tiles; the staging stays the whole tile.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and

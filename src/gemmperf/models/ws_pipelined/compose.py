@@ -52,10 +52,11 @@ def epilogue(x: Inputs, backlog):
     The TMA-store epilogue (``effects.tma_store``) replaces the stores by staging writes to
     shared memory."""
     out_tile = x.tile_m * x.tile_n * x.out_bytes
+    stored = E.partial_stores(x).tile
     if x.on.dram_writes:
-        direct = x.t_epilogue_us + np.maximum(E.epilogue_threads(x) + out_tile / x.c.store_bytes_per_us, backlog)
+        direct = x.t_epilogue_us + np.maximum(E.epilogue_threads(x) + stored / x.c.store_bytes_per_us, backlog)
     else:
-        direct = x.t_epilogue_us + E.epilogue_threads(x) + np.maximum(out_tile / x.c.store_bytes_per_us, backlog)
+        direct = x.t_epilogue_us + E.epilogue_threads(x) + np.maximum(stored / x.c.store_bytes_per_us, backlog)
     return E.tma_store(x, direct, out_tile, backlog)
 
 
@@ -67,8 +68,8 @@ def store_drain(x: Inputs, d):
     for the TMA-store epilogue (``effects.tma_store``), 0 for the direct one."""
     if not x.on.tma_store:
         return np.zeros(x.shape)
-    out_tile = x.tile_m * x.tile_n * x.out_bytes
-    drain = np.maximum(out_tile / x.c.store_bytes_per_us, d) - E.store_exit(x, out_tile)
+    stored = E.partial_stores(x).tile
+    drain = np.maximum(stored / x.c.store_bytes_per_us, d) - E.store_exit(x, stored)
     return np.where(x.epilogue == 1, drain, 0.0)
 
 

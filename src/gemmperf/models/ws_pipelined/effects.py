@@ -301,6 +301,31 @@ def cluster_sync(x: Inputs, waves):
     return np.where(clustered, x.c.cluster_sync_us * np.where(x.persistent, 1, waves), 0.0)
 
 
+class Stored(NamedTuple):
+    tile: np.ndarray  # bytes of C the fullest tile of a wave stores to global memory
+    share: np.ndarray | float  # the in-bounds share of the tiles' bytes of C (a wave's DRAM writes)
+
+
+def partial_stores(x: Inputs) -> Stored:
+    """The epilogue stores only the part of a tile inside C: the direct epilogue's stores
+    are predicated on row < M and col < N, and a TMA store's box is clipped at C's edges
+    (kernels/hopper.cu), while the accumulators are converted, and staged in shared memory,
+    whole. A wave's critical path is its fullest tile, which stores
+        min(TM, M) * min(TN, N16) * ob   bytes
+    (N16: N padded to 16 bytes, as C's rows are, ``padding``), and the wave's DRAM writes
+    are the in-bounds share M*N16 / (tiles_m*TM * tiles_n*TN) of its tiles' bytes. So a
+    tile of 128 rows over a decode GEMM of M = 8 stores 8 rows. Off: the whole tile,
+    share 1."""
+    whole = x.tile_m * x.tile_n * x.out_bytes
+    if not x.on.partial_stores:
+        return Stored(tile=whole, share=1.0)
+    row_elems = 16 // x.out_bytes
+    n16 = -(-x.n // row_elems) * row_elems
+    tiles_m, tiles_n = -(-x.m // x.tile_m), -(-x.n // x.tile_n)
+    tile = np.minimum(x.tile_m, x.m) * np.minimum(x.tile_n, n16) * x.out_bytes
+    return Stored(tile=tile, share=np.minimum(x.m * n16 / (tiles_m * x.tile_m * tiles_n * x.tile_n), 1.0))
+
+
 class Padding(NamedTuple):
     loaded: np.ndarray | float  # share of the requested box bytes TMA moves
     work_scale: np.ndarray | float  # factor on fill and K loop
@@ -470,7 +495,7 @@ def dram_writes(x: Inputs, a, t_c) -> Writes:
     whatever its epilogue (benchmarks/store_probe.py: one k-block, C of 34-400 MB, TMA
     stores at 2.5 TB/s on the H100). Off: every tile's stores at the load rate, none
     hidden, D = backlog = end = a*TM*TN*ob / dram_eff_bytes_per_us."""
-    out_tile = x.tile_m * x.tile_n * x.out_bytes
+    out_tile = x.tile_m * x.tile_n * x.out_bytes * partial_stores(x).share
     if not x.on.dram_writes:
         d = a * out_tile / x.c.dram_eff_bytes_per_us
         return Writes(d=d, backlog=d, end=d)
@@ -492,7 +517,7 @@ def tma_store(x: Inputs, direct, out_tile, backlog):
     Off, or with the direct epilogue: ``direct`` (compose.epilogue)."""
     if not x.on.tma_store:
         return direct
-    staged = x.c.tma_epilogue_us + out_tile / x.c.smem_bytes_per_us + store_exit(x, out_tile)
+    staged = x.c.tma_epilogue_us + out_tile / x.c.smem_bytes_per_us + store_exit(x, partial_stores(x).tile)
     if x.on.dram_writes:
         staged = np.maximum(staged, backlog)
     return np.where(x.epilogue == 1, staged, direct)

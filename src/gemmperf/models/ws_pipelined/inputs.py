@@ -47,6 +47,7 @@ class Switches:
     store_exit: bool = True
     slot_release: bool = True
     ring_saturation: bool = True
+    partial_stores: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
