@@ -1,6 +1,6 @@
 """What the GPU probes of benchmarks/ (cluster, oob_box, raster, ring_depth, zero_fill,
-zero_fill_rows, footprint, stream_k, release_first, optimizer_picks) share: one run measured as a sweep
-measures it, the loop over a probe's runs (``run``; ``run_knobs`` where runs turn
+zero_fill_rows, footprint, stream_k, release_first, optimizer_picks, dispatch, schedule)
+share: one run measured as a sweep measures it, the loop over a probe's runs (``run``; ``run_knobs`` where runs turn
 ws-hopper's probe knobs), and their CSV; a plan's runs read back as tasks
 (``read_tasks``); reading a run back beside the fitted model (``read_csv``, ``measured``,
 ``predicted``). GPU-side: numpy + cuda-python only; the
