@@ -216,13 +216,15 @@ def test_each_round_of_picks_has_its_own_name_and_the_committed_ones_are_read_in
                                                       ("h200", "dev", 2, 7), ("h200", "heldout", 2, 1),
                                                       ("h200", "dev", 3, 13), ("h200", "heldout", 3, 8),
                                                       ("h200", "fresh", 1, 6), ("h200", "fresh2", 1, 9),
-                                                      ("h200", "fresh3", 1, 7)])
+                                                      ("h200", "fresh3", 1, 7), ("h200", "dev", 4, 7),
+                                                      ("h200", "heldout", 4, 5), ("h200", "fresh", 2, 9),
+                                                      ("h200", "fresh2", 2, 9), ("h200", "fresh3", 2, 13)])
 def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     """The lent GPUs' runs of --plan-picks' plans (round 1: step 22's re-ranked firsts that
     the set's runs had not timed, and for the fresh sets step 25's; round 2: step 24's
-    that neither they nor round 1 had timed; round 3: step 25's; each beside its shape's
-    fastest timed run): every run of the plan, in its order, verified; the shapes are the
-    set's."""
+    that neither they nor round 1 had timed, and for the fresh sets step 26's; round 3:
+    step 25's; round 4: step 26's; each beside its shape's fastest timed run): every run
+    of the plan, in its order, verified; the shapes are the set's."""
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
     plan = script.read_plan(script.plan_path(script.picks_name(name, round_), gpu))
     with open(script.run_path(script.picks_name(name, round_), gpu)) as f:
