@@ -45,10 +45,12 @@ def smem_time(x: Inputs):
 
 def epilogue(x: Inputs, backlog):
     """One tile's epilogue, the direct epilogue's 16-byte stores from registers:
-        E = t_epilogue_us + max(Ea + TM*TN*ob / store_bytes_per_us, backlog)
-    with Ea the consumer threads' own work on their accumulators (``effects.epilogue_threads``),
-    which with the stores' issue overlaps the DRAM writes the next tile does not hide
-    (``backlog``, ``effects.dram_writes``; off: E = t_epilogue_us + Ea + max(stores, backlog)).
+        E = t_epilogue_us + max(Ea + Sb / store_bytes_per_us, backlog)
+    with Sb the bytes the tile stores inside C (``effects.partial_stores``; TM*TN*ob for a
+    tile inside C), Ea the consumer threads' own work on their accumulators
+    (``effects.epilogue_threads``), which with the stores' issue overlaps the DRAM writes
+    the next tile does not hide (``backlog``, ``effects.dram_writes``; off: E =
+    t_epilogue_us + Ea + max(stores, backlog)).
     The TMA-store epilogue (``effects.tma_store``) replaces the stores by staging writes to
     shared memory."""
     out_tile = x.tile_m * x.tile_n * x.out_bytes
@@ -62,9 +64,10 @@ def epilogue(x: Inputs, backlog):
 
 def store_drain(x: Inputs, d):
     """The last tile's TMA stores drain after its consumers are done: once per kernel,
-        max(TM*TN*ob / store_bytes_per_us, D) - exit
-    (D: the last wave's DRAM writes, ``effects.dram_writes``; exit: the part of it a
-    non-persistent grid's last wave has in its epilogue already, ``effects.store_exit``)
+        max(Sb / store_bytes_per_us, D) - exit
+    (Sb: the bytes the tile stores inside C, ``effects.partial_stores``; D: the last wave's
+    DRAM writes, ``effects.dram_writes``; exit: the part of it a non-persistent grid's last
+    wave has in its epilogue already, ``effects.store_exit``)
     for the TMA-store epilogue (``effects.tma_store``), 0 for the direct one."""
     if not x.on.tma_store:
         return np.zeros(x.shape)

@@ -488,13 +488,14 @@ def dram_writes(x: Inputs, a, t_c) -> Writes:
     from registers or by TMA, do not wait for DRAM: they drain behind the next tile's main
     loop (at least S*Tc), and the L2 holds up to a share f of itself of written lines
     before they must leave, spread over the kernel's W waves:
-        D(a) = (a*TM*TN*ob - f*L2 / W) / dram_write_bytes_per_us,   backlog(a) = D(a) - S*Tc,
-    (f = l2_write_buffer_fraction); the last tile's stores have no next tile: the direct
-    epilogue waits for all of D, the TMA-store one drains it after (compose.store_drain),
+        D(a) = (a*TM*TN*ob*u - f*L2 / W) / dram_write_bytes_per_us,   backlog(a) = D(a) - S*Tc,
+    (f = l2_write_buffer_fraction; u the in-bounds share of the tiles' bytes,
+    ``partial_stores``); the last tile's stores have no next tile: the direct epilogue
+    waits for all of D, the TMA-store one drains it after (compose.store_drain),
     so end = D or nothing. A kernel with little K and a large C runs at the write rate
     whatever its epilogue (benchmarks/store_probe.py: one k-block, C of 34-400 MB, TMA
     stores at 2.5 TB/s on the H100). Off: every tile's stores at the load rate, none
-    hidden, D = backlog = end = a*TM*TN*ob / dram_eff_bytes_per_us."""
+    hidden, D = backlog = end = a*TM*TN*ob*u / dram_eff_bytes_per_us."""
     out_tile = x.tile_m * x.tile_n * x.out_bytes * partial_stores(x).share
     if not x.on.dram_writes:
         d = a * out_tile / x.c.dram_eff_bytes_per_us
@@ -529,7 +530,8 @@ def store_exit(x: Inputs, out_tile):
     non-persistent grid starts only then: every wave's epilogue holds the tile's drain
     from shared memory (``store_exit``), which a persistent grid pays once, after its last
     tile (compose.store_drain):
-        non-persistent: TM*TN*ob / store_bytes_per_us;   persistent: 0
+        non-persistent: Sb / store_bytes_per_us;   persistent: 0
+    (Sb: the bytes the tile stores inside C, ``partial_stores``; ``out_tile`` here)
     Measured (benchmarks/store_probe.py --exit, H200): with one to four k-blocks a
     non-persistent wave costs 0.9-1.5 us more than its persistent twin's with TMA stores,
     0.6-1.1 us with direct ones (cooperative tilings); the difference follows the tile
