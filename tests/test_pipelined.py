@@ -932,16 +932,19 @@ def test_an_edge_tile_stores_only_its_part_inside_c():
     the staging writes to shared memory stay whole. Tiles inside C are as before, bit for
     bit."""
     c = W.default_constants(GPU)
-    ins = lambda **kw: SimpleNamespace(**{k: np.asarray(v) for k, v in kw.items()},  # noqa: E731
-                                       on=SimpleNamespace(partial_stores=True))
+
+    def stores(on, m, n, tile_m, tile_n):
+        _, arr = W.prepare(_big(m=m, n=n, tile_m=tile_m, tile_n=tile_n), PS)  # bf16: out_bytes 2
+        return E.partial_stores(SimpleNamespace(tile_m=tile_m, tile_n=tile_n, out_bytes=2, grid=W.grid_of(arr),
+                                                on=SimpleNamespace(partial_stores=on)))
+
     # M = 3 of a 128-row tile, N = 100 padded to 104 (16 bytes of bf16) of a 128-column one
-    s = E.partial_stores(ins(m=3, n=100, tile_m=128, tile_n=128, out_bytes=2))
+    s = stores(True, m=3, n=100, tile_m=128, tile_n=128)
     assert s.tile == 3 * 104 * 2 and s.share == pytest.approx(3 * 104 / (128 * 128))
     # C a tile multiple: the whole tile, share 1
-    s = E.partial_stores(ins(m=256, n=512, tile_m=128, tile_n=256, out_bytes=2))
+    s = stores(True, m=256, n=512, tile_m=128, tile_n=256)
     assert s.tile == 128 * 256 * 2 and s.share == 1.0
-    off = E.partial_stores(SimpleNamespace(m=3, n=100, tile_m=128, tile_n=128, out_bytes=2,
-                                           on=SimpleNamespace(partial_stores=False)))
+    off = stores(False, m=3, n=100, tile_m=128, tile_n=128)
     assert off.tile == 128 * 128 * 2 and off.share == 1.0
     # a decode GEMM (M = 8) of 128x128 tiles, one k-block: the direct epilogue stores 8 rows
     df = pl.concat([_big(m=8, n=4096, k=64, tile_n=128, persistent=False),

@@ -316,14 +316,9 @@ def partial_stores(x: Inputs) -> Stored:
     are the in-bounds share M*N16 / (tiles_m*TM * tiles_n*TN) of its tiles' bytes. So a
     tile of 128 rows over a decode GEMM of M = 8 stores 8 rows. Off: the whole tile,
     share 1."""
-    whole = x.tile_m * x.tile_n * x.out_bytes
     if not x.on.partial_stores:
-        return Stored(tile=whole, share=1.0)
-    row_elems = 16 // x.out_bytes
-    n16 = -(-x.n // row_elems) * row_elems
-    tiles_m, tiles_n = -(-x.m // x.tile_m), -(-x.n // x.tile_n)
-    tile = np.minimum(x.tile_m, x.m) * np.minimum(x.tile_n, n16) * x.out_bytes
-    return Stored(tile=tile, share=np.minimum(x.m * n16 / (tiles_m * x.tile_m * tiles_n * x.tile_n), 1.0))
+        return Stored(tile=x.tile_m * x.tile_n * x.out_bytes, share=1.0)
+    return Stored(tile=x.grid.stored_tile, share=x.grid.useful_c)  # geometry.stored_c, once per grid
 
 
 class Padding(NamedTuple):

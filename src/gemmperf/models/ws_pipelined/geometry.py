@@ -116,6 +116,8 @@ class Grid:
     n_waves: np.ndarray  # F + [R > 0]
     useful: np.ndarray  # M*N*K over the padded tiles' extent
     useful_ab: np.ndarray  # share of a CTA's A and B box bytes inside the matrices
+    stored_tile: np.ndarray  # bytes of C the fullest tile stores inside C (``stored_c``)
+    useful_c: np.ndarray  # share of the tiles' bytes of C inside C
     d_m: np.ndarray  # launch-order distance between users of an A panel (reuse_distance)
     d_n: np.ndarray  # ... of a B panel
     first: Span  # the first wave: tiles 0 .. first_a - 1
@@ -169,12 +171,13 @@ class Grid:
                                      v["sf_bytes_per_elem"])
         line_off, sector_off = line_shares(k, in_bytes)
         oob_a, oob_b = oob_slices(m, n, tile_m, tile_n, cm, cn)
+        stored_tile, useful_c = stored_c(m, n, tile_m, tile_n, tiles_m, tiles_n, v["out_bytes"])
         return cls(k_blocks=s, k_tiles=kt, tiles_m=tiles_m, tiles_n=tiles_n, units_m=units_m, units_n=units_n,
                    tiles=tiles, items=items, mult=mult,
                    sk_segments=sk.segments, sk_parts=sk.parts, sk_reuse_m=sk_reuse_m, sk_reuse_n=sk_reuse_n,
                    wave_ctas=sms, full_waves=full_waves,
                    rem=rem, first_a=first_a, last_a=last_a, n_waves=full_waves + (rem > 0), useful=useful,
-                   useful_ab=useful_ab, d_m=d_m * mult, d_n=d_n * mult, first=span(zero, first_a),
+                   useful_ab=useful_ab, stored_tile=stored_tile, useful_c=useful_c, d_m=d_m * mult, d_n=d_n * mult, first=span(zero, first_a),
                    full=span(zero, sms), later=span(np.where(full_waves > 1, sms, 0), sms),
                    last=span(full_waves * sms, last_a),
                    a_bytes=a_bytes, b_bytes=b_bytes, oob_a=oob_a, oob_b=oob_b, line_off=line_off, sector_off=sector_off)
@@ -296,6 +299,16 @@ def cta_bytes(tile_m, tile_n, tile_k, cluster_m, cluster_n, in_bytes, sf_bytes_p
     cluster multicast: TM/cn * TK * (b + sf) and TN/cm * TK * (b + sf)."""
     elem = in_bytes + sf_bytes_per_elem
     return (tile_m / cluster_n) * tile_k * elem, (tile_n / cluster_m) * tile_k * elem
+
+
+def stored_c(m, n, tile_m, tile_n, tiles_m, tiles_n, out_bytes):
+    """(bytes the fullest tile stores inside C, share of the tiles' bytes of C inside C):
+    min(TM, M) * min(TN, N16) * ob and M*N16 / (tiles_m*TM * tiles_n*TN), N16 the N of C's
+    rows padded to 16 bytes (``effects.partial_stores``)."""
+    row_elems = 16 // out_bytes
+    n16 = ceil_div(n, row_elems) * row_elems
+    tile = np.minimum(tile_m, m) * np.minimum(tile_n, n16) * out_bytes
+    return tile, np.minimum(m * n16 / (tiles_m * tile_m * tiles_n * tile_n), 1.0)
 
 
 def oob_slices(m, n, tile_m, tile_n, cluster_m, cluster_n):
