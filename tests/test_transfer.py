@@ -47,7 +47,8 @@ def test_onto_the_same_gpu_it_changes_nothing():
 def test_each_value_scales_by_its_unit():
     """A GPU of twice the clock and 1.5x the datasheet DRAM: per-clock constants double,
     fixed ones stay, the DRAM and L2 rates follow the measured copy rates, the
-    microbenchmarked parameters keep the fit's factor, the load latency is carried."""
+    microbenchmarked parameters keep the fit's factor, the launch its offset, the load
+    latency is carried."""
     fast = H100.replace(slug="h100-fast", sm_clock_mhz=2 * H100.sm_clock_mhz,
                         dram_bytes_per_s=1.5 * H100.dram_bytes_per_s)
     src_base = _base(H100, t_init_us=1.0, t_epilogue_us=4.0)
@@ -57,7 +58,7 @@ def test_each_value_scales_by_its_unit():
     out = transfer(fitted, src_base, dst_base, {"dram": 3.0e6, "l2": 4.0e6}, {"dram": 4.5e6, "l2": 5.0e6})
     p = out.get(FAM, DT)
     assert out.gpu is fast
-    assert p.t_init_us == pytest.approx(0.5 * 1.2 / 1.0)
+    assert p.t_init_us == pytest.approx(0.5 + (1.2 - 1.0))
     assert p.t_epilogue_us == pytest.approx(2.0 * 3.0 / 4.0)
     assert p.load_latency_us == pytest.approx(0.8)
     assert p.constants["smem_bytes_per_us"] == pytest.approx(2 * src_c["smem_bytes_per_us"])  # per clock
@@ -67,6 +68,22 @@ def test_each_value_scales_by_its_unit():
     # without measured copy rates, the datasheet's DRAM ratio
     p = transfer(fitted, src_base, dst_base).get(FAM, DT)
     assert p.constants["l2_bytes_per_us"] == pytest.approx(1.5 * src_c["l2_bytes_per_us"])
+
+
+def test_the_launch_carries_its_offset_from_the_empty_kernel():
+    """t_init: the empty kernel's launch (microbenchmark) plus what the fit found beyond
+    it (prologue, first loads), which does not scale with the launch: the H100's fitted
+    1.35 us over its 1.05 us empty kernel gives 1.02 us on the H200's 0.72 (a ratio would
+    give 0.93), and back again exactly; never below zero."""
+    h200 = get_gpu("h200-sxm-141gb")
+    src_base, dst_base = _base(H100, t_init_us=1.05), _base(h200, t_init_us=0.72)
+    fitted = _fitted(src_base, t_init_us=1.35)
+    there = transfer(fitted, src_base, dst_base)
+    assert there.get(FAM, DT).t_init_us == pytest.approx(1.02)
+    back = transfer(there, dst_base, src_base).get(FAM, DT)
+    assert back.t_init_us == pytest.approx(1.35)
+    under = transfer(_fitted(src_base, t_init_us=0.2), src_base, dst_base).get(FAM, DT)
+    assert under.t_init_us == 0.0
 
 
 def test_the_dram_rate_stays_under_the_targets_datasheet():

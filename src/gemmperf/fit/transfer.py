@@ -2,15 +2,24 @@
 GEMM measured on the other.
 
 The fit on the source GPU moved each value away from what its microbenchmarks or its
-descriptor said; the transfer keeps that factor and applies it to what the target GPU's
-microbenchmarks and descriptor say, each value by its unit:
+descriptor said; the transfer keeps that factor (for the launch, that offset) and
+applies it to what the target GPU's microbenchmarks and descriptor say, each value by its
+unit:
 
-- ``t_init_us``, ``t_epilogue_us``, ``math_flops_per_us`` (``BY_MICROBENCH``): the fit's
-  factor on the source's microbenchmark value, times the target's microbenchmark value
-  (the math rate at most the target's peak, ``constants.ceilings``);
+- ``t_epilogue_us``, ``math_flops_per_us`` (``BY_MICROBENCH``): the fit's factor on the
+  source's microbenchmark value, times the target's microbenchmark value (the math rate at
+  most the target's peak, ``constants.ceilings``);
+- ``t_init_us`` (``BY_OFFSET``): the target's microbenchmark value plus the fit's offset
+  from the source's. The microbenchmark times an empty kernel, the launch alone; the
+  fit's value is that launch and what it does not time, the kernel's prologue and its
+  first loads, work of the same SM on both GPUs of an architecture, so the difference
+  carries and a ratio would scale the prologue by the launch's change (the H100's empty
+  kernel 1.05 us, the H200's 0.72: the H100's fitted 1.35 us would become 0.93 us on the
+  H200, whose own fit says 1.17; as an offset 1.02);
 - ``load_latency_us`` (``AS_IS``): carried as it is. The microbenchmarks' latency is the
   intercept of an unloaded load sweep (0.09-0.14 us on the H100 and H200), the fit's is
-  the loaded TMA round trip (0.7-0.8 us on both): a ratio of the two means nothing;
+  the loaded TMA latency (0.35-0.41 us in the fits of step 26, the ring's extra latency
+  apart): a ratio of the two means nothing;
 - ws-pipelined's constants: the fit's factor on the source's descriptor default, times the
   target's default (per SM clock: the clock ratio; a fixed default: as it is). A constant
   a microbenchmark measures (``constants.scales_with``) scales with the ratio of the two
@@ -49,7 +58,8 @@ from . import protocol as P
 from .constants import ceilings
 from .residual import Correction
 
-BY_MICROBENCH = ("t_init_us", "t_epilogue_us", "math_flops_per_us")
+BY_MICROBENCH = ("t_epilogue_us", "math_flops_per_us")
+BY_OFFSET = ("t_init_us",)
 AS_IS = ("load_latency_us",)
 
 
@@ -114,6 +124,8 @@ def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet,
         dst = target_base.get(family, dtype)
         values = {name: getattr(dst, name) * _ratio(getattr(src, name), getattr(base, name))
                   for name in BY_MICROBENCH}
+        values.update({name: max(getattr(dst, name) + getattr(src, name) - getattr(base, name), 0.0)
+                       for name in BY_OFFSET})
         values.update({name: getattr(src, name) for name in AS_IS})
         # a constant of the path a microbenchmarked parameter times scales with its ratio
         scale_here = {**scale, **{name: _ratio(getattr(dst, figure), getattr(base, figure))
