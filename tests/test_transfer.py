@@ -47,8 +47,8 @@ def test_onto_the_same_gpu_it_changes_nothing():
 def test_each_value_scales_by_its_unit():
     """A GPU of twice the clock and 1.5x the datasheet DRAM: per-clock constants double,
     fixed ones stay, the DRAM and L2 rates follow the measured copy rates, the
-    microbenchmarked parameters keep the fit's factor, the launch its offset, the load
-    latency is carried."""
+    microbenchmarked parameters keep the fit's factor (the epilogue's on its whole
+    kernel), the launch and the load latency are carried."""
     fast = H100.replace(slug="h100-fast", sm_clock_mhz=2 * H100.sm_clock_mhz,
                         dram_bytes_per_s=1.5 * H100.dram_bytes_per_s)
     src_base = _base(H100, t_init_us=1.0, t_epilogue_us=4.0)
@@ -58,8 +58,8 @@ def test_each_value_scales_by_its_unit():
     out = transfer(fitted, src_base, dst_base, {"dram": 3.0e6, "l2": 4.0e6}, {"dram": 4.5e6, "l2": 5.0e6})
     p = out.get(FAM, DT)
     assert out.gpu is fast
-    assert p.t_init_us == pytest.approx(0.5 + (1.2 - 1.0))
-    assert p.t_epilogue_us == pytest.approx(2.0 * 3.0 / 4.0)
+    assert p.t_init_us == pytest.approx(1.2)
+    assert p.t_epilogue_us == pytest.approx(3.0 * (2.0 + 0.5) / (4.0 + 1.0))
     assert p.load_latency_us == pytest.approx(0.8)
     assert p.constants["smem_bytes_per_us"] == pytest.approx(2 * src_c["smem_bytes_per_us"])  # per clock
     assert p.constants["tile_overhead_us"] == pytest.approx(src_c["tile_overhead_us"])  # fixed
@@ -70,20 +70,26 @@ def test_each_value_scales_by_its_unit():
     assert p.constants["l2_bytes_per_us"] == pytest.approx(1.5 * src_c["l2_bytes_per_us"])
 
 
-def test_the_launch_carries_its_offset_from_the_empty_kernel():
-    """t_init: the empty kernel's launch (microbenchmark) plus what the fit found beyond
-    it (prologue, first loads), which does not scale with the launch: the H100's fitted
-    1.35 us over its 1.05 us empty kernel gives 1.02 us on the H200's 0.72 (a ratio would
-    give 0.93), and back again exactly; never below zero."""
+def test_an_empty_kernels_difference_stays_out_of_the_launch_and_the_epilogue():
+    """The H200's empty kernel runs in 0.72 us, the H100's in 1.05, yet their epilogue-only
+    kernels take the same time (3.57 + 1.05 against 3.90 + 0.72 us): the launch is carried
+    as it is and the epilogue, with the constants that scale with it, goes by the whole
+    epilogue-only kernel (factor 1), not by its difference from the empty one (3.90 /
+    3.57)."""
     h200 = get_gpu("h200-sxm-141gb")
-    src_base, dst_base = _base(H100, t_init_us=1.05), _base(h200, t_init_us=0.72)
-    fitted = _fitted(src_base, t_init_us=1.35)
-    there = transfer(fitted, src_base, dst_base)
-    assert there.get(FAM, DT).t_init_us == pytest.approx(1.02)
-    back = transfer(there, dst_base, src_base).get(FAM, DT)
-    assert back.t_init_us == pytest.approx(1.35)
-    under = transfer(_fitted(src_base, t_init_us=0.2), src_base, dst_base).get(FAM, DT)
-    assert under.t_init_us == 0.0
+    src_base = _base(H100, t_init_us=1.05, t_epilogue_us=3.57)
+    dst_base = _base(h200, t_init_us=0.72, t_epilogue_us=3.90)
+    fitted = _fitted(src_base, t_init_us=1.35, t_epilogue_us=0.45)
+    p = transfer(fitted, src_base, dst_base).get(FAM, DT)
+    src_c = fitted.get(FAM, DT).constants
+    assert p.t_init_us == pytest.approx(1.35)
+    assert p.t_epilogue_us == pytest.approx(0.45)
+    for name in ("tma_epilogue_us", "epilogue_acc_us"):
+        assert p.constants[name] == pytest.approx(src_c[name])
+    # an epilogue-only kernel 1.2x as long: the epilogue's values 1.2x
+    slower = transfer(fitted, src_base, _base(h200, t_init_us=0.72, t_epilogue_us=1.2 * 4.62 - 0.72)).get(FAM, DT)
+    assert slower.t_epilogue_us == pytest.approx(0.45 * 1.2)
+    assert slower.constants["epilogue_acc_us"] == pytest.approx(1.2 * src_c["epilogue_acc_us"])
 
 
 def test_the_dram_rate_stays_under_the_targets_datasheet():
@@ -97,17 +103,18 @@ def test_the_dram_rate_stays_under_the_targets_datasheet():
 
 def test_epilogue_constants_scale_with_the_epilogue_microbenchmark():
     """The direct epilogue's per-thread cost and the TMA-store epilogue's fixed cost scale
-    with the ratio of the two GPUs' epilogue microbenchmarks (t_epilogue_us), not with
-    their defaults' (clock) ratio."""
+    with the ratio of the two GPUs' epilogue-only kernels (t_epilogue_us + t_init_us), not
+    with their defaults' (clock) ratio."""
     h200 = get_gpu("h200-sxm-141gb")
-    src_base, dst_base = _base(H100, t_epilogue_us=3.6), _base(h200, t_epilogue_us=3.96)
+    src_base = _base(H100, t_epilogue_us=3.6, t_init_us=0.4)
+    dst_base = _base(h200, t_epilogue_us=3.96, t_init_us=0.44)
     fitted = _fitted(src_base, t_epilogue_us=0.45)
     src_c = fitted.get(FAM, DT).constants
     out = transfer(fitted, src_base, dst_base).get(FAM, DT)
     for name in ("epilogue_acc_us", "tma_epilogue_us"):
         assert out.constants[name] == pytest.approx(1.1 * src_c[name])
     assert out.constants["tile_overhead_us"] == pytest.approx(src_c["tile_overhead_us"])
-    assert out.t_epilogue_us == pytest.approx(3.96 * 0.45 / 3.6)
+    assert out.t_epilogue_us == pytest.approx(1.1 * 0.45)
 
 
 def test_nothing_fitted_is_one_line():

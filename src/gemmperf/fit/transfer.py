@@ -2,24 +2,23 @@
 GEMM measured on the other.
 
 The fit on the source GPU moved each value away from what its microbenchmarks or its
-descriptor said; the transfer keeps that factor (for the launch, that offset) and
-applies it to what the target GPU's microbenchmarks and descriptor say, each value by its
-unit:
+descriptor said; the transfer keeps that factor and applies it to what the target GPU's
+microbenchmarks and descriptor say, each value by its unit:
 
-- ``t_epilogue_us``, ``math_flops_per_us`` (``BY_MICROBENCH``): the fit's factor on the
-  source's microbenchmark value, times the target's microbenchmark value (the math rate at
-  most the target's peak, ``constants.ceilings``);
-- ``t_init_us`` (``BY_OFFSET``): the target's microbenchmark value plus the fit's offset
-  from the source's. The microbenchmark times an empty kernel, the launch alone; the
-  fit's value is that launch and what it does not time, the kernel's prologue and its
-  first loads, work of the same SM on both GPUs of an architecture, so the difference
-  carries and a ratio would scale the prologue by the launch's change (the H100's empty
-  kernel 1.05 us, the H200's 0.72: the H100's fitted 1.35 us would become 0.93 us on the
-  H200, whose own fit says 1.17; as an offset 1.02);
-- ``load_latency_us`` (``AS_IS``): carried as it is. The microbenchmarks' latency is the
-  intercept of an unloaded load sweep (0.09-0.14 us on the H100 and H200), the fit's is
-  the loaded TMA latency (0.35-0.41 us in the fits of step 26, the ring's extra latency
-  apart): a ratio of the two means nothing;
+- ``math_flops_per_us``, ``t_epilogue_us`` (``BY_MICROBENCH``): the fit's factor on the
+  source's microbenchmark value, times the target's (the math rate at most the target's
+  peak, ``constants.ceilings``). The epilogue goes by the whole epilogue-only kernel
+  (``microbench_ratio``: its t_epilogue_us + t_init_us), not by its difference from the
+  empty kernel, which would carry the empty kernel's difference (below) into it;
+- ``t_init_us`` and ``load_latency_us`` (``AS_IS``): carried as they are. The launch
+  microbenchmark times back-to-back empty kernels, 1.05 us on the H100 and 0.72 us on the
+  H200, but kernels that do work do not show that difference: the math-only
+  microbenchmarks (two k-blocks, nothing from memory) take the same time on both within
+  0.15 us, the epilogue-only ones within 1%; the launch a GEMM pays is the same SM's at
+  the same clock. The microbenchmarks' load latency is the intercept of an unloaded load
+  sweep (0.09-0.14 us on the H100 and H200), the fit's the loaded TMA latency (0.35-0.41
+  us in the fits of step 26, the ring's extra latency apart): a ratio of the two means
+  nothing;
 - ws-pipelined's constants: the fit's factor on the source's descriptor default, times the
   target's default (per SM clock: the clock ratio; a fixed default: as it is). A constant
   a microbenchmark measures (``constants.scales_with``) scales with the ratio of the two
@@ -29,8 +28,8 @@ unit:
   the H100 and the H200 the two fits' values, 1.36 and 0.64 us, are in the ratio the
   probe measured, 1.52 and 0.72 us). One that names a microbenchmarked parameter
   (``t_epilogue_us``: the epilogue's per-thread and TMA-store costs) scales with the
-  ratio of the two GPUs' microbenchmark values of it (the H200's epilogue is 1.10x the
-  H100's, its own fit's per-thread cost 1.06x). The DRAM rate stays at most the target's
+  same ratio as that parameter (the H200's epilogue-only kernels take 1.007x the H100's
+  time in bf16). The DRAM rate stays at most the target's
   datasheet rate (``constants.ceilings``), as a fit on the target would keep it.
 
 Where the source GPU measured a configuration, ``anchored`` gives a second answer: its
@@ -52,15 +51,14 @@ import polars as pl
 
 from ..errors import UserError
 from ..models import ws_pipelined as W
-from ..params import ParamSet
+from ..params import Params, ParamSet
 from ..tables import CONFIG_KEY
 from . import protocol as P
 from .constants import ceilings
 from .residual import Correction
 
-BY_MICROBENCH = ("t_epilogue_us", "math_flops_per_us")
-BY_OFFSET = ("t_init_us",)
-AS_IS = ("load_latency_us",)
+BY_MICROBENCH = ("math_flops_per_us", "t_epilogue_us")
+AS_IS = ("t_init_us", "load_latency_us")
 
 
 def microbench_figures(microbench: pl.DataFrame | None) -> dict[str, float]:
@@ -122,14 +120,10 @@ def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet,
     for family, dtype in fitted.entries:
         src, base = fitted.get(family, dtype), source_base.get(family, dtype)
         dst = target_base.get(family, dtype)
-        values = {name: getattr(dst, name) * _ratio(getattr(src, name), getattr(base, name))
-                  for name in BY_MICROBENCH}
-        values.update({name: max(getattr(dst, name) + getattr(src, name) - getattr(base, name), 0.0)
-                       for name in BY_OFFSET})
+        values = {name: getattr(src, name) * microbench_ratio(dst, base, name) for name in BY_MICROBENCH}
         values.update({name: getattr(src, name) for name in AS_IS})
         # a constant of the path a microbenchmarked parameter times scales with its ratio
-        scale_here = {**scale, **{name: _ratio(getattr(dst, figure), getattr(base, figure))
-                                  for name, figure in by_param.items()}}
+        scale_here = {**scale, **{name: microbench_ratio(dst, base, figure) for name, figure in by_param.items()}}
         constants = {name: value * scale_here.get(name, 1.0) for name, value in src.constants.items()}
         for name, ceiling in ceilings(target_base, family, dtype).items():  # the target's peaks, as in a fit
             for held in (values, constants):
@@ -140,8 +134,16 @@ def transfer(fitted: ParamSet, source_base: ParamSet, target_base: ParamSet,
     return ParamSet(gpu=target_base.gpu, entries=entries)
 
 
+def microbench_ratio(target: Params, source: Params, name: str) -> float:
+    """What the target's microbenchmarks say of ``name`` over what the source's say (1
+    where the source's gave 0). ``t_epilogue_us``: the epilogue-only kernel's whole time,
+    t_epilogue_us + t_init_us (fit.microbench subtracts the empty kernel from it)."""
+    if name == "t_epilogue_us":
+        return _ratio(target.t_epilogue_us + target.t_init_us, source.t_epilogue_us + source.t_init_us)
+    return _ratio(getattr(target, name), getattr(source, name))
+
+
 def _ratio(value: float, base: float) -> float:
-    """The fit's factor on a microbenchmark value (1 where the microbenchmark gave 0)."""
     return value / base if base > 0 else 1.0
 
 
