@@ -69,9 +69,8 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("transfer", help="one GPU's fit carried onto another, scored on the other's measurements",
                        description="Carry one GPU's fit (its params.json) onto another GPU by the units of each "
                        "value (fit.transfer: microbenchmarked parameters by the fit's factor, the launch as it is, "
-                       "constants by their "
-                       "descriptor defaults, DRAM and L2 rates by the measured copy rates, the cost of clusters and "
-                       "the epilogue's by their microbenchmarks), with no GEMM measured "
+                       "constants by their descriptor defaults, DRAM and L2 rates by the measured copy rates, "
+                       "the cost of clusters and the epilogue's by their microbenchmarks), with no GEMM measured "
                        "on the other GPU, and score it on that GPU's measured ws-hopper rows beside the "
                        "baselines: its descriptor alone, its microbenchmarks alone, the source's fit as it is, "
                        "and the source's measured times of the same configurations reused; with those, also "

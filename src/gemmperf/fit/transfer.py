@@ -15,10 +15,10 @@ microbenchmarks and descriptor say, each value by its unit:
   H200, but kernels that do work do not show that difference: the math-only
   microbenchmarks (2-16 k-blocks, nothing from memory) take 1.008x the H100's time on the
   H200, the epilogue-only ones 1.007x (medians over the same tiles, bf16); the launch a
-  GEMM pays is the same SM's at the same clock. The microbenchmarks' load latency is the intercept of an unloaded load
-  sweep (0.09-0.14 us on the H100 and H200), the fit's the loaded TMA latency (0.35-0.41
-  us in the fits of step 26, the ring's extra latency apart): a ratio of the two means
-  nothing;
+  GEMM pays is the same SM's at the same clock. The microbenchmarks' load latency is the
+  intercept of an unloaded load sweep (0.09-0.14 us on the H100 and H200), the fit's the
+  loaded TMA latency (0.35-0.41 us in the fits of step 26, the ring's extra latency
+  apart): a ratio of the two means nothing;
 - ws-pipelined's constants: the fit's factor on the source's descriptor default, times the
   target's default (per SM clock: the clock ratio; a fixed default: as it is). A constant
   a microbenchmark measures (``constants.scales_with``) scales with the ratio of the two
@@ -29,8 +29,8 @@ microbenchmarks and descriptor say, each value by its unit:
   probe measured, 1.52 and 0.72 us). One that names a microbenchmarked parameter
   (``t_epilogue_us``: the epilogue's per-thread and TMA-store costs) scales with the
   same ratio as that parameter (the H200's epilogue-only kernels take 1.007x the H100's
-  time in bf16). The DRAM rate stays at most the target's
-  datasheet rate (``constants.ceilings``), as a fit on the target would keep it.
+  time in bf16). The DRAM rate stays at most the target's datasheet rate
+  (``constants.ceilings``), as a fit on the target would keep it.
 
 Where the source GPU measured a configuration, ``anchored`` gives a second answer: its
 measured time times the ratio of the transfer's prediction to the source fit's, so only
