@@ -145,6 +145,43 @@ def test_the_schedule_run_is_verified_and_a_cluster_lengthens_the_round_trip():
         assert t[(tile, 132, "2x2", "cooperative", 2)] > 1.8 * t[(tile, 132, "2x1", "cooperative", 2)]
 
 
+SCHEDULES_H200 = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_schedules_h200_2026-11-29.csv"
+
+
+def test_the_h200s_schedule_run_pays_the_h100s_cluster_cost_in_the_ring():
+    """The same --schedules runs on a lent H200 (2026-11-29), every one verified: with 32
+    CTAs (latency-bound rings) a cluster's k-block over the same ring's without one is the
+    H100's within 7% at every depth and within 2% over each cluster shape's 24 rings (the
+    lockstep is the SM's and the ring's, not the memory's), while at 132 CTAs the H200's unclustered rings, bound by DRAM, run faster
+    (0.70-0.80x the H100's at four stages and deeper) and a 2x2 cluster's two waves do not."""
+    def table(path):
+        with open(path) as f:
+            rows = list(csv.DictReader(f))
+        assert len(rows) == 192 and all(r["status"] == "ok" for r in rows)
+        return {(r["tile"], int(r["ctas"]), r["cluster"], r["schedule"], int(r["stages"])): float(r["time_us"])
+                for r in rows}
+
+    h100, h200 = table(SCHEDULES), table(SCHEDULES_H200)
+    assert h100.keys() == h200.keys()
+    by_cluster = {}
+    for (tile, ctas, cluster, schedule, stages) in h100:
+        if ctas == 32 and cluster != "1x1":
+            lone = (tile, ctas, "1x1", schedule, stages)
+            key = (tile, ctas, cluster, schedule, stages)
+            ratio = (h200[key] / h200[lone]) / (h100[key] / h100[lone])
+            assert abs(ratio - 1) < 0.07, key
+            by_cluster.setdefault(cluster, []).append(ratio)
+    assert sorted(by_cluster) == ["1x2", "2x1", "2x2"]
+    for cluster, ratios in by_cluster.items():
+        assert len(ratios) == 24 and abs(sum(ratios) / len(ratios) - 1) < 0.02, cluster
+    for tile in ("128x64", "128x128"):
+        for stages in (4, 5, 6):
+            lone = (tile, 132, "1x1", "cooperative", stages)
+            assert 0.70 < h200[lone] / h100[lone] < 0.85, (tile, stages)
+            pair = (tile, 132, "2x2", "cooperative", stages)
+            assert 0.90 < h200[pair] / h100[pair] < 1.03, (tile, stages)
+
+
 CTAS = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_ctas_modes_h100_2026-11-27.csv"
 
 
