@@ -956,3 +956,27 @@ def test_an_edge_tile_stores_only_its_part_inside_c():
     # TMA stores: the staging is whole, the exit's drain (store_exit) and the last drain are 8 rows
     assert on["epilogue_us"][1] < no["epilogue_us"][1]
     assert on.row(2) == no.row(2)
+
+
+def test_a_two_stage_ring_of_256_row_tiles_waits_for_its_consumers_issue():
+    """issue_wait: a sub-partition takes (TK * b / 32) * (TM / 64) wgmmas a k-block and
+    queues 8, so a 256-row tile's consumer waits half its multiply issuing the next
+    k-block (bf16 and fp8 alike), which a two-stage ring's round trip waits for too; other
+    tiles and deeper rings do not, and off nothing moves."""
+    def wait(tile_m, stages, tile_k=64, in_bytes=2.0, on=True):
+        x = SimpleNamespace(tile_m=np.array([tile_m]), tile_k=np.array([tile_k]), in_bytes=np.array([in_bytes]),
+                            stages=np.array([stages]), on=SimpleNamespace(issue_wait=on))
+        return float(np.asarray(E.issue_wait(x, np.array([0.6]))).ravel()[0])
+
+    assert wait(256, 2) == pytest.approx(0.3)
+    assert wait(256, 2, tile_k=128, in_bytes=1.0) == pytest.approx(0.3)  # fp8: 128-wide k-blocks
+    assert wait(128, 2) == wait(64, 2) == wait(256, 3) == wait(256, 4) == 0.0
+    assert wait(256, 2, on=False) == 0.0
+    slow = C.with_values(PS, "ws-hopper", "bf16", {"ring_extra_latency_us": 1.0})  # the round trip binds
+    row = dict(tile_n=128, persistent=True, raster="row", k=8192, stages=2)
+    df = pl.concat([_decode(m=256, n=128 * 32, tile_m=256, **row), _decode(m=128, n=128 * 32, tile_m=128, **row),
+                    _decode(m=256, n=128 * 32, tile_m=256, **{**row, "stages": 3})])
+    on, off = W.predict(df, slow), W.predict(df, slow, issue_wait=False)
+    assert on["limiter"][0] == "latency"
+    assert on["stage_period_us"][0] > off["stage_period_us"][0]
+    assert on.row(1) == off.row(1) and on.row(2) == off.row(2)

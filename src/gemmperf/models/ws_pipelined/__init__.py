@@ -99,14 +99,18 @@ plain ``ws-stage`` / ``ws-persistent`` assumption so its contribution shows):
 - ``partial_stores``: the epilogue stores only a tile's part inside C (predicated direct
   stores, clipped TMA boxes): a wave's fullest tile stores min(TM, M) x min(TN, N16), its
   DRAM writes are the in-bounds share of its tiles; the staging stays the whole tile.
+- ``issue_wait``: a consumer frees a slot only after issuing the next k-block's wgmmas; a
+  256-row tile's 16 a tensor-core sub-partition wait for half its multiply (a queue of 8),
+  which a two-stage ring's one slot in flight waits for too.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and
-Pk(a) = max(Tc, x, z_mc, (lat_ring + lat_oob + lat_q + lat_s + Tc) * (1/(B - h) + 1/B_sat))
+Pk(a) = max(Tc, x, z_mc, (lat_ring + lat_oob + lat_q + lat_s + Tc + w) * (1/(B - h) + 1/B_sat))
 the steady period (a p-norm with ``ring_jitter``; h the held slots, ``slot_release``; B_sat
 the slots in flight that double a round trip, ``ring_saturation``; lat_oob the zero fill's latency, ``boundary_fill``;
 lat_q the queue of slots in flight, ``ring_queue``; lat_s the split rows' extra requests,
-``split_row_latency``; z_mc the wholly out-of-bounds multicast slices, ``oob_multicast``):
+``split_row_latency``; w the wait to issue the next k-block, ``issue_wait``; z_mc the wholly
+out-of-bounds multicast slices, ``oob_multicast``):
     fill(a) = load_latency_us + lat_oob(a) + z_mc(a) + x(a),   Lk(a) = (S - 1)*Pk(a) + Tc
     E(a)    = the epilogue (compose.epilogue) + split-K's fix-up F_split(a) (0 otherwise)
 Whole kernel, W = F + [R > 0] waves of work items (F full waves with a = P, then R CTAs;

@@ -135,15 +135,45 @@ def smem_limit(x: Inputs, t_math, t_smem):
 
 def latency_term(x: Inputs, t_load, t_c, lat_wait):
     """A ring slot's round trip shared by the slots that rotate through it,
-        (lat_ring + lat_wait + Tc) * (1 / (B - h) + 1 / B_sat)
+        (lat_ring + lat_wait + Tc + w) * (1 / (B - h) + 1 / B_sat)
     (``slot_release``: the round trip is the load's latency and the multiply, and h of the
-    B slots are held; ``ring_saturation``: the 1 / B_sat part). ``lat_wait``: what the
+    B slots are held; ``ring_saturation``: the 1 / B_sat part; w: ``issue_wait``). ``lat_wait``: what the
     round trip waits beyond lat_ring, the zero fill's latency lat_oob (``boundary_fill``),
     the queue of slots in flight lat_q (``ring_queue``) and the split rows' extra requests
     lat_s (``split_row_latency``). Both off: (lat_ring + lat_wait + x + Tc) / B, a cycle of
     load latency, transfer and multiply over the B slots."""
-    round_trip = ring_latency(x) + lat_wait + t_c + (0.0 if x.on.slot_release else t_load)
+    round_trip = ring_latency(x) + lat_wait + t_c + (0.0 if x.on.slot_release else t_load) + issue_wait(x, t_c)
     return round_trip * (1.0 / free_slots(x) + ring_saturation(x))
+
+
+# wgmmas one tensor-core sub-partition holds issued ahead of its multiply
+# (benchmarks/ring_depth_probe.py --release: a consumer issuing 16 a k-block waits for
+# half of them, one issuing 8 or fewer for none)
+WGMMA_QUEUE = 8.0
+
+
+def issue_wait(x: Inputs, t_c):
+    """What a two-stage ring's round trip waits for its consumer to issue the next k-block
+    (``issue_wait``), w = max(0, 1 - Q / n) * Tc at B = 2, else 0.
+
+    A consumer frees k-block j - 1's slot only after it has issued j's wgmmas
+    (kernels/hopper.cu). Each tensor-core sub-partition takes n = (TK * b / 32) *
+    (TM / 64) of them a k-block (four k16 steps of TM / 64 row blocks, whatever the
+    schedule: ping-pong's warpgroups take turns) and holds Q = ``WGMMA_QUEUE`` issued
+    ahead of its multiply, so issuing n > Q waits for the first n - Q to run: (1 - Q/n)
+    of the multiply, half of it for 256-row tiles (n = 16), nothing for the others (n <=
+    8; 256-row tiles are ws-hopper's only). With two slots that wait sits in the round
+    trip of the one slot in flight: ring_depth_probe.py --release, 32 CTAs, two stages,
+    256x128 1.109 -> 0.834 us a k-block and 256x64 0.890 -> 0.752 freeing the slot before
+    the issue (0.46 and 0.44 of their multiply), the other tiles about 0.05 us. From three
+    stages the next slot is already in flight (256x128 0.09 us of 0.60 at three, none at
+    four), and the development rows preferred the wait at two stages only
+    (benchmarks/MODEL_ACCURACY.md, issue 17 step 27). No constant. Off: 0."""
+    if not x.on.issue_wait:
+        return 0.0
+    per_sub_partition = (x.tile_k * x.in_bytes / 32.0) * (x.tile_m / 64.0)
+    share = np.maximum(0.0, 1.0 - WGMMA_QUEUE / per_sub_partition)
+    return np.where(x.stages == 2, share * t_c, 0.0)
 
 
 def free_slots(x: Inputs):

@@ -48,6 +48,7 @@ class Switches:
     slot_release: bool = True
     ring_saturation: bool = True
     partial_stores: bool = True
+    issue_wait: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
