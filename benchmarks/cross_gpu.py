@@ -128,15 +128,10 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import polars as pl
 
-    from accuracy_protocol import SEALED, measurement_files
-    from gemmperf import tables
-    from gemmperf.fit import protocol as P
     from gemmperf.fit.accuracy import fit_all
-    from gemmperf.fit.microbench import fit_paramset
-    from gemmperf.fit.transfer import microbench_figures, transfer
-    from gemmperf.hardware import load_gpu
+    from gemmperf.fit.transfer import transfer
     from gemmperf.models import ws_pipelined as W
-    from transfer import gpu_files
+    from transfer import gpu_side
 
     slugs = args.gpus.split(",")
     given = args.microbench.split(",") if args.microbench else []
@@ -145,16 +140,8 @@ def main(argv=None) -> int:
     key = ("ws-hopper", args.dtype)
     side = {}
     for i, slug in enumerate(slugs):
-        hw, mb = gpu_files(slug, args.dtype)
-        mb = Path(given[i]) if given else mb
-        gpu = load_gpu(hw)
-        files = measurement_files(slug, args.dtype)
-        files.pop(SEALED, None)  # never read here
-        dev = P.development({name: tables.read_measurements(path) for name, path in files.items()})
-        base = fit_paramset(gpu, str(mb), [key[0]], args.dtype)
-        fitted, _, _ = fit_all(dev, base, residual=False)
-        side[slug] = {"dev": dev, "base": base, "fitted": fitted,
-                      "rates": microbench_figures(tables.read_measurements(mb, required=tables.MICROBENCH_REQUIRED))}
+        side[slug] = gpu_side(slug, args.dtype, given[i] if given else None, key[0])
+        side[slug]["fitted"], _, _ = fit_all(side[slug]["dev"], side[slug]["base"], residual=False)
 
     def mape(params, rows) -> float:
         t = W.predict(rows, params)
@@ -189,8 +176,8 @@ def main(argv=None) -> int:
         for name, mine, theirs, m in swap_costs(t["dev"], t["fitted"], carried, key, mape):
             print(f"| {name} | {mine} | {theirs} | {m:.2f} | {m - own:+.2f} |")
     print(f"\n## The {args.top} rows both fits get wrongest alike (predicted / measured)\n")
-    print(f"| testlist | m | n | k | tile | stages | cluster | persistent | raster | epilogue | schedule | split_k | "
-          f"stream_k | A us | B us | A | B |")
+    print("| testlist | m | n | k | tile | stages | cluster | persistent | raster | epilogue | schedule | split_k | "
+          "stream_k | A us | B us | A | B |")
     print("| --- " * 17 + "|")
     for r in shared_worst(pl, pair, args.top).iter_rows(named=True):
         print(f"| {r['testlist']} | {r['m']} | {r['n']} | {r['k']} | {r['tile_m']}x{r['tile_n']} | {r['stages']} | "

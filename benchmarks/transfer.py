@@ -52,6 +52,28 @@ def gpu_files(slug: str, dtype: str) -> tuple[Path, Path]:
     return incoming / "hardware.json", incoming / f"{dtype}-microbench.csv"
 
 
+def gpu_side(slug: str, dtype: str, microbench: str | None = None, family: str = "ws-hopper") -> dict:
+    """One GPU's side of a transfer: its descriptor ``gpu``, its development rows ``dev``
+    (every shipped list of ``dtype``; the sealed list is never read), its microbenchmark
+    parameters ``base`` and copy rates ``rates`` (``microbench``: another CSV than its own).
+    src/ and benchmarks/ on the import path, as main() puts them."""
+    from accuracy_protocol import SEALED, measurement_files
+    from gemmperf import tables
+    from gemmperf.fit import protocol as P
+    from gemmperf.fit.microbench import fit_paramset
+    from gemmperf.fit.transfer import microbench_figures
+    from gemmperf.hardware import load_gpu
+
+    hw, mb = gpu_files(slug, dtype)
+    mb = Path(microbench) if microbench else mb
+    gpu = load_gpu(hw)
+    files = measurement_files(slug, dtype)
+    files.pop(SEALED, None)  # never read here
+    dev = P.development({name: tables.read_measurements(path) for name, path in files.items()})
+    return {"gpu": gpu, "dev": dev, "base": fit_paramset(gpu, str(mb), [family], dtype),
+            "rates": microbench_figures(tables.read_measurements(mb, required=tables.MICROBENCH_REQUIRED))}
+
+
 def figures(rates: dict[str, float]) -> str:
     """fit.transfer.microbench_figures as text: copy rates in TB/s, the cost of clusters in us."""
     return ", ".join(f"{k} {v:.2f} us" if k == "cluster" else f"{k} {v / 1e6:.3f} TB/s" for k, v in sorted(rates.items()))
@@ -69,15 +91,12 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import polars as pl
 
-    from accuracy_protocol import SEALED, measurement_files, show
+    from accuracy_protocol import show
     from residual_sweep import run_tasks
-    from gemmperf import tables
     from gemmperf.fit import protocol as P
     from gemmperf.fit.accuracy import fit_all
-    from gemmperf.fit.microbench import fit_paramset
-    from gemmperf.fit.transfer import baselines, corrected_name, microbench_figures, score, transfer
+    from gemmperf.fit.transfer import baselines, corrected_name, score, transfer
     from gemmperf.tables import CONFIG_KEY as KEYS
-    from gemmperf.hardware import load_gpu
 
     family = "ws-hopper"
     side = {}
@@ -86,15 +105,8 @@ def main(argv=None) -> int:
     if given and len(given) != len(slugs):
         p.error(f"--microbench: {len(given)} files for {len(slugs)} GPUs")
     for i, slug in enumerate(slugs):
-        hw, mb = gpu_files(slug, args.dtype)
-        mb = Path(given[i]) if given else mb
-        gpu = load_gpu(hw)
-        files = measurement_files(slug, args.dtype)
-        files.pop(SEALED, None)  # never read here
-        dev = P.development({name: tables.read_measurements(path) for name, path in files.items()})
-        side[slug] = {"gpu": gpu, "base": fit_paramset(gpu, str(mb), [family], args.dtype), "dev": dev,
-                      "rates": microbench_figures(tables.read_measurements(mb, required=tables.MICROBENCH_REQUIRED))}
-        side[slug]["fitted"], side[slug]["correction"], _ = fit_all(dev, side[slug]["base"])
+        side[slug] = gpu_side(slug, args.dtype, given[i] if given else None, family)
+        side[slug]["fitted"], side[slug]["correction"], _ = fit_all(side[slug]["dev"], side[slug]["base"])
     slugs = list(side)
     for source, target in ((slugs[0], slugs[1]), (slugs[1], slugs[0])):
         s, t = side[source], side[target]
