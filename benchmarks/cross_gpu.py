@@ -34,20 +34,21 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-KEYS = ("m", "n", "k", "tile_m", "tile_n", "stages", "cluster_m", "cluster_n", "persistent", "raster",
-        "epilogue", "schedule", "group_m", "split_k", "stream_k")
 
 
 def paired(pl, a, b):
     """The rows of two prediction tables (``predicted_us``, ``time_us``, ``shape``,
-    ``testlist``) that share a testlist and a configuration (KEYS): those columns, each
-    side's measured time (``time_a_us``, ``time_b_us``) and log error (``err_a``, ``err_b``)."""
+    ``testlist``) that share a testlist and a configuration (``tables.CONFIG_KEY``): those
+    columns, each side's measured time (``time_a_us``, ``time_b_us``) and log error
+    (``err_a``, ``err_b``)."""
+    from gemmperf.tables import CONFIG_KEY
+
     def side(t, s):
-        return t.select(*KEYS, "testlist", *(["shape"] if s == "a" else []),
+        return t.select(*CONFIG_KEY, "testlist", *(["shape"] if s == "a" else []),
                         pl.col("time_us").alias(f"time_{s}_us"),
                         (pl.col("predicted_us") / pl.col("time_us")).log().alias(f"err_{s}"))
 
-    return side(a, "a").join(side(b, "b"), on=[*KEYS, "testlist"], how="inner")
+    return side(a, "a").join(side(b, "b"), on=[*CONFIG_KEY, "testlist"], how="inner")
 
 
 def shared_errors(pl, pair) -> dict:
@@ -79,16 +80,6 @@ def shared_worst(pl, pair, top: int):
         .sort("_size", descending=True).head(top).drop("_size")
 
 
-def _value(p, name):
-    return getattr(p, name) if name in p.__dataclass_fields__ and name != "constants" else p.constants[name]
-
-
-def _with(p, name, value):
-    if name in p.__dataclass_fields__ and name != "constants":
-        return p.replace(**{name: value})
-    return p.replace(constants={**p.constants, name: value})
-
-
 # values the fits trade against each other, also carried together: a ring slot's round trip
 # is load_latency_us + ring_extra_latency_us (the fill sees the first alone)
 TOGETHER = (("load_latency_us", "ring_extra_latency_us"),)
@@ -99,21 +90,21 @@ def swap_costs(rows, own, carried, key, mape, together=TOGETHER) -> list[tuple[s
     for every value the two ParamSets' ``key`` entries both hold that differs, and for each
     group of ``together``: ``own`` with that one value (or group) taken from ``carried``.
     Largest MAPE first; the values as text (a group's joined by " + ")."""
-    from gemmperf.params import PARAM_NAMES, ParamSet
+    from gemmperf.fit.constants import with_values
+    from gemmperf.params import PARAM_NAMES
 
-    mine, theirs = own.get(*key), carried.get(*key)
-    names = [n for n in PARAM_NAMES if isinstance(getattr(mine, n), float)] + \
-        [n for n in mine.constants if n in theirs.constants]
-    groups = [(n,) for n in names if float(_value(mine, n)) != float(_value(theirs, n))]
-    groups += [g for g in together if all(n in names for n in g)]
+    def values(p) -> dict[str, float]:
+        return {**{n: float(getattr(p, n)) for n in PARAM_NAMES if isinstance(getattr(p, n), float)},
+                **{n: float(v) for n, v in p.constants.items()}}
+
+    mine, theirs = values(own.get(*key)), values(carried.get(*key))
+    names = [n for n in mine if n in theirs]
+    groups = [(n,) for n in names if mine[n] != theirs[n]] + [g for g in together if all(n in names for n in g)]
     out = []
     for group in groups:
-        entry = mine
-        for name in group:
-            entry = _with(entry, name, float(_value(theirs, name)))
-        swapped = ParamSet(gpu=own.gpu, entries={**own.entries, key: entry})
-        out.append((" + ".join(group), " + ".join(f"{float(_value(mine, n)):.4g}" for n in group),
-                    " + ".join(f"{float(_value(theirs, n)):.4g}" for n in group), mape(swapped, rows)))
+        swapped = with_values(own, *key, {n: theirs[n] for n in group})
+        out.append((" + ".join(group), " + ".join(f"{mine[n]:.4g}" for n in group),
+                    " + ".join(f"{theirs[n]:.4g}" for n in group), mape(swapped, rows)))
     return sorted(out, key=lambda r: -r[3])
 
 
@@ -143,16 +134,18 @@ def main(argv=None) -> int:
         side[slug] = gpu_side(slug, args.dtype, given[i] if given else None, key[0])
         side[slug]["fitted"], _, _ = fit_all(side[slug]["dev"], side[slug]["base"], residual=False)
 
-    def mape(params, rows) -> float:
-        t = W.predict(rows, params)
+    def table_mape(t) -> float:
         return float(((t.get_column("predicted_us") / t.get_column("time_us")) - 1).abs().mean() * 100)
+
+    def mape(params, rows) -> float:
+        return table_mape(W.predict(rows, params))
 
     a, b = slugs
     print(f"\n## {args.dtype}: each GPU's fit scored on its own development rows (in sample)\n")
     preds = {s: W.predict(v["dev"], v["fitted"]) for s, v in side.items()}
+    in_sample = {s: table_mape(t) for s, t in preds.items()}
     for s in slugs:
-        t = preds[s]
-        print(f"- {s}: {t.height} rows, MAPE {mape(side[s]['fitted'], side[s]['dev']):.2f}%")
+        print(f"- {s}: {preds[s].height} rows, MAPE {in_sample[s]:.2f}%")
     pair = paired(pl, preds[a], preds[b])
     f = shared_errors(pl, pair)
     print(f"\n## The rows both measured: {f['rows']} rows, {f['shapes']} shapes (A = {a}, B = {b})\n")
@@ -167,7 +160,7 @@ def main(argv=None) -> int:
     for src, dst in ((a, b), (b, a)):
         s, t = side[src], side[dst]
         carried = transfer(s["fitted"], s["base"], t["base"], s["rates"], t["rates"])
-        own = mape(t["fitted"], t["dev"])
+        own = in_sample[dst]
         print(f"\n## {src} -> {dst}: the transfer {mape(carried, t['dev']):.2f}%, {dst}'s own fit in sample "
               f"{own:.2f}%\n")
         print(f"{dst}'s own fit with one value carried from {src}, the costliest first (MAPE points over {own:.2f}):\n")

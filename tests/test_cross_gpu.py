@@ -12,6 +12,7 @@ import pytest
 
 from gemmperf.hardware import get_gpu
 from gemmperf.params import ParamSet, default_params
+from gemmperf.tables import CONFIG_KEY
 from scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,7 +27,7 @@ def cg():
 def _table(cg, errors, times, shapes):
     """A prediction table: one configuration per row (tile_m counts the rows), its error."""
     n = len(errors)
-    cols = {key: [1] * n for key in cg.KEYS}
+    cols = {key: [1] * n for key in CONFIG_KEY}
     cols["tile_m"] = list(range(n))
     return pl.DataFrame({**cols, "testlist": ["t"] * n, "shape": shapes, "time_us": times,
                          "predicted_us": [t * float(np.exp(e)) for t, e in zip(times, errors)]})
