@@ -229,6 +229,18 @@ __device__ __forceinline__ float2 *slot_ptr(float *ws, long long key, int rank, 
     return (float2 *)(ws + ((key * CS + rank) * NWG + cw) * (long long)(WG_M * BN));
 }
 
+// A partial's float2 at ``p`` through L2 if ``pred``, else zeros: one predicated load, no
+// branch. Written as ``if (pred) v = __ldcg(p)``, ptxas sometimes (a 128-accumulator tile
+// at split 2 on one-CTA clusters) kept a branch around each load and waited out every
+// load's L2 round trip before the next: the fix-up took 2-3x the kernel
+// (benchmarks/split_k_probe.py).
+__device__ __forceinline__ float2 ldcg_if(const float2 *p, bool pred) {
+    float2 v = make_float2(0.0f, 0.0f);
+    asm volatile("{\n .reg .pred q;\n setp.ne.b32 q, %3, 0;\n @q ld.global.cg.v2.f32 {%0, %1}, [%2];\n}"
+                 : "+f"(v.x), "+f"(v.y) : "l"(p), "r"((int)pred));
+    return v;
+}
+
 // Split-K / stream-K reduction of a tile part computed by several CTAs. Each writes its
 // partial (rows < M only) to its own slot and counts itself in the part's counter; the
 // last to arrive sums every contributor's slot in contributor order (its own too, read
@@ -261,12 +273,11 @@ __device__ __forceinline__ bool reduce_partials(float (&acc)[MA][NACC], float *w
 #pragma unroll
         for (int m = 0; m < MA; ++m)
 #pragma unroll
-            for (int q = 0; q < NACC / 2; ++q)
-                if (row_t + m * 64 + 8 * (q & 1) < M) {
-                    const float2 v = __ldcg(&part[(m * (NACC / 2) + q) * 128 + tid]);
-                    acc[m][2 * q] += v.x;
-                    acc[m][2 * q + 1] += v.y;
-                }
+            for (int q = 0; q < NACC / 2; ++q) {
+                const float2 v = ldcg_if(&part[(m * (NACC / 2) + q) * 128 + tid], row_t + m * 64 + 8 * (q & 1) < M);
+                acc[m][2 * q] += v.x;
+                acc[m][2 * q + 1] += v.y;
+            }
     }
     if (tid == 0) *count = 0;
     return true;
