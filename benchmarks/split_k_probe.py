@@ -24,9 +24,21 @@ partial loads (``LDG.E.64.STRONG.GPU``) that land in one register: 2 where they 
 issued in batches, one for each load where serialized. It prints the worst and exits 1
 if any kernel serializes them.
 
+With the loads batched, a thread still holds only so many partial values in flight
+beside its accumulators: a 128-accumulator tile's 64 loads of a partial cannot all be in
+flight at once, a 64-accumulator tile's 32 can. ``--fixup`` asks whether that makes a
+partial cost two L2 round trips: it times the fix-up alone as ``stream_k_probe.py
+--fixup`` does (one tile, P CTAs of one k-block each, M = 16 and M = TM, P = 2-16 for
+split-K, to 64 for stream-K) on the 128-accumulator tiles 128x256 and 256x128 beside
+128x128, and prints each kind's time a partial beyond the data-parallel kernel's (the
+slope from P = 4 to 16). On the H200 (2026-11-29, after the fix) it does not: at most 0.16
+us a partial for split-K on all three tiles, stream-K 0.10-0.32.
+
     PYTHONPATH=src python3 benchmarks/split_k_probe.py [--out probe.csv]
     python benchmarks/split_k_probe.py --summary probe.csv
     PYTHONPATH=src python3 benchmarks/split_k_probe.py --sass
+    PYTHONPATH=src python3 benchmarks/split_k_probe.py --fixup [--out fixup.csv]
+    python benchmarks/split_k_probe.py --fixup-summary fixup.csv
 """
 
 from __future__ import annotations
@@ -167,6 +179,24 @@ def sass_check() -> int:
     return 1 if bad or failed else 0
 
 
+FIXUP_TILES = ((128, 256), (256, 128), (128, 128))  # --fixup: 128 accumulators a thread, and 64
+
+
+def fixup_slopes(rows: list[dict]) -> list[str]:
+    """Per tile, M and kind: the time a partial adds beyond the data-parallel kernel's,
+    (extra(P=16) - extra(P=4)) / 12 in us."""
+    t = {(r["tile"], str(r["m"]), r["kind"], int(r["parts"])): float(r["time_us"]) for r in rows
+         if r["status"] == "ok"}
+    out = [f"{'tile':<8} {'M':>4} {'split-k us/part':>16} {'stream-k us/part':>17}"]
+    for tile, m in dict.fromkeys((r["tile"], str(r["m"])) for r in rows):
+        def slope(kind):
+            extra = [t.get((tile, m, kind, p), float("nan")) - t.get((tile, m, "data-parallel", p), float("nan"))
+                     for p in (4, 16)]
+            return (extra[1] - extra[0]) / 12
+        out.append(f"{tile:<8} {m:>4} {slope('split-k'):16.3f} {slope('stream-k'):17.3f}")
+    return out
+
+
 def main(argv=None) -> int:
     if argv is None:
         argv = sys.argv[1:]
@@ -174,6 +204,20 @@ def main(argv=None) -> int:
 
     if argv == ["--sass"]:
         return sass_check()
+    if argv[:1] == ["--fixup-summary"] and len(argv) == 2:
+        from stream_k_probe import fixup_summary
+
+        rows = read_csv(argv[1])
+        print("\n".join(fixup_summary(rows) + [""] + fixup_slopes(rows)))
+        return 0
+    if argv[:1] == ["--fixup"]:
+        from stream_k_probe import fixup_label, fixup_summary, fixup_tasks
+
+        a, gpu, meas = start(__doc__, argv[1:])
+        rows = run(a, gpu, meas, fixup_tasks(FIXUP_TILES), fixup_label)
+        print("\n".join(["", "time (us) by the parts P sharing the tile's K, one k-block each"]
+                        + fixup_summary(rows) + [""] + fixup_slopes(rows)))
+        return 0
     if argv[:1] == ["--summary"] and len(argv) == 2:
         print("\n".join(summary(read_csv(argv[1]))))
         return 0

@@ -75,13 +75,13 @@ def tasks() -> list[dict]:
     return out
 
 
-def fixup_tasks() -> list[dict]:
-    """--fixup's runs, in order: per tile and M, per P the data-parallel, split-K and
-    stream-K kernels over K = P k-blocks (stream-K alone for FIXUP_MORE_PARTS)."""
+def fixup_tasks(tiles=FIXUP_TILES) -> list[dict]:
+    """--fixup's runs, in order: per tile of ``tiles`` and M, per P the data-parallel,
+    split-K and stream-K kernels over K = P k-blocks (stream-K alone for FIXUP_MORE_PARTS)."""
     from gemmperf.problem import KernelConfig
 
     out = []
-    for tile_m, tile_n in FIXUP_TILES:
+    for tile_m, tile_n in tiles:
         for m in (16, tile_m):
             for parts in FIXUP_PARTS + FIXUP_MORE_PARTS:
                 kinds = (("data-parallel", 1, False), ("split-k", parts, False), ("stream-k", 1, True))

@@ -98,3 +98,16 @@ def test_stale_rows_are_set_aside_then_measured_again_into_their_table(tmp_path,
     with open(table) as f:
         assert sorted(float(r["time_us"]) for r in csv.DictReader(f)) == [7.9, 8.0, 11.7]
     assert not aside.exists() and script.stale_rows("gpu-a") == {}
+
+
+def test_the_fixup_run_reads_back_and_a_wide_tiles_partial_costs_no_second_round_trip():
+    script = load_script(ROOT / "benchmarks" / "split_k_probe.py")
+    with open(RESULTS / "split_k_fixup_h200_2026-11-29.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 96 and all(r["status"] == "ok" for r in rows)
+    slopes = {tuple(line.split()[:2]): float(line.split()[2]) for line in script.fixup_slopes(rows)[1:]}
+    assert set(slopes) == {("128x256", "16"), ("128x256", "128"), ("256x128", "16"), ("256x128", "256"),
+                           ("128x128", "16"), ("128x128", "128")}
+    # a whole partial of a 128-accumulator tile costs about what a 64-accumulator tile's does, not twice
+    assert slopes[("256x128", "256")] < 1.5 * slopes[("128x128", "128")]
+    assert max(slopes.values()) < 0.2
