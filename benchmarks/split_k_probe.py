@@ -27,12 +27,14 @@ if any kernel serializes them.
 With the loads batched, a thread still holds only so many partial values in flight
 beside its accumulators: a 128-accumulator tile's 64 loads of a partial cannot all be in
 flight at once, a 64-accumulator tile's 32 can. ``--fixup`` asks whether that makes a
-partial cost two L2 round trips: it times the fix-up alone as ``stream_k_probe.py
+partial cost a second L2 round trip: it times the fix-up alone as ``stream_k_probe.py
 --fixup`` does (one tile, P CTAs of one k-block each, M = 16 and M = TM, P = 2-16 for
 split-K, to 64 for stream-K) on the 128-accumulator tiles 128x256 and 256x128 beside
-128x128, and prints each kind's time a partial beyond the data-parallel kernel's (the
-slope from P = 4 to 16). On the H200 (2026-11-29, after the fix) it does not: at most 0.16
-us a partial for split-K on all three tiles, stream-K 0.10-0.32.
+128x128, and prints what one more partial costs (the slope from P = 4 to 16; split-K's
+and stream-K's main loops do not grow with P). On the H200 (2026-11-29, after the fix),
+split-K: 0.64 / 0.61 us (128x256, M = 16 / 128), 0.56 / 0.72 (256x128) against 0.38 /
+0.45 (128x128): 1.5-1.7x at M = 16, where a partial is a few rows and its bytes do not
+count.
 
     PYTHONPATH=src python3 benchmarks/split_k_probe.py [--out probe.csv]
     python benchmarks/split_k_probe.py --summary probe.csv
@@ -183,17 +185,18 @@ FIXUP_TILES = ((128, 256), (256, 128), (128, 128))  # --fixup: 128 accumulators 
 
 
 def fixup_slopes(rows: list[dict]) -> list[str]:
-    """Per tile, M and kind: the time a partial adds beyond the data-parallel kernel's,
-    (extra(P=16) - extra(P=4)) / 12 in us."""
+    """Per tile and M: what one more partial costs, (t(P=16) - t(P=4)) / 12 in us, for
+    split-K and stream-K, whose CTAs each run one k-block at once (their main loop does
+    not grow with P: the growth is the last arriver's read-back), and beside them the
+    data-parallel kernel's time a k-block."""
     t = {(r["tile"], str(r["m"]), r["kind"], int(r["parts"])): float(r["time_us"]) for r in rows
          if r["status"] == "ok"}
-    out = [f"{'tile':<8} {'M':>4} {'split-k us/part':>16} {'stream-k us/part':>17}"]
+    out = [f"{'tile':<8} {'M':>4} {'split-k us/partial':>19} {'stream-k us/partial':>20} {'data-parallel us/kb':>20}"]
     for tile, m in dict.fromkeys((r["tile"], str(r["m"])) for r in rows):
         def slope(kind):
-            extra = [t.get((tile, m, kind, p), float("nan")) - t.get((tile, m, "data-parallel", p), float("nan"))
-                     for p in (4, 16)]
-            return (extra[1] - extra[0]) / 12
-        out.append(f"{tile:<8} {m:>4} {slope('split-k'):16.3f} {slope('stream-k'):17.3f}")
+            return (t.get((tile, m, kind, 16), float("nan")) - t.get((tile, m, kind, 4), float("nan"))) / 12
+        out.append(f"{tile:<8} {m:>4} {slope('split-k'):19.3f} {slope('stream-k'):20.3f} "
+                   f"{slope('data-parallel'):20.3f}")
     return out
 
 

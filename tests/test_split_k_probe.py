@@ -100,14 +100,16 @@ def test_stale_rows_are_set_aside_then_measured_again_into_their_table(tmp_path,
     assert not aside.exists() and script.stale_rows("gpu-a") == {}
 
 
-def test_the_fixup_run_reads_back_and_a_wide_tiles_partial_costs_no_second_round_trip():
+def test_the_fixup_run_reads_back_and_a_wide_tiles_partial_costs_more_round_trips_not_more_bytes():
     script = load_script(ROOT / "benchmarks" / "split_k_probe.py")
     with open(RESULTS / "split_k_fixup_h200_2026-11-29.csv") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == 96 and all(r["status"] == "ok" for r in rows)
-    slopes = {tuple(line.split()[:2]): float(line.split()[2]) for line in script.fixup_slopes(rows)[1:]}
-    assert set(slopes) == {("128x256", "16"), ("128x256", "128"), ("256x128", "16"), ("256x128", "256"),
-                           ("128x128", "16"), ("128x128", "128")}
-    # a whole partial of a 128-accumulator tile costs about what a 64-accumulator tile's does, not twice
-    assert slopes[("256x128", "256")] < 1.5 * slopes[("128x128", "128")]
-    assert max(slopes.values()) < 0.2
+    split = {tuple(line.split()[:2]): float(line.split()[2]) for line in script.fixup_slopes(rows)[1:]}
+    assert set(split) == {("128x256", "16"), ("128x256", "128"), ("256x128", "16"), ("256x128", "256"),
+                          ("128x128", "16"), ("128x128", "128")}
+    # a few rows a partial: a 128-accumulator tile's costs 1.5-1.7x a 64-accumulator tile's
+    for wide in ("128x256", "256x128"):
+        assert 1.4 < split[(wide, "16")] / split[("128x128", "16")] < 2.0
+    # whole partials: twice the bytes, not twice the time
+    assert split[("128x256", "128")] < 1.5 * split[("128x128", "128")]
