@@ -18,6 +18,7 @@ from gemmperf.hardware import CATALOG
 from gemmperf.models import MODELS, predict
 from gemmperf.models import ws_pipelined as W
 from gemmperf.models.ws_pipelined import effects as E
+from gemmperf.models.ws_pipelined import kshare as K
 from gemmperf.params import ParamSet, default_params
 from gemmperf.problem import KernelConfig
 
@@ -980,3 +981,25 @@ def test_a_two_stage_ring_of_256_row_tiles_waits_for_its_consumers_issue():
     assert on["limiter"][0] == "latency"
     assert on["stage_period_us"][0] > off["stage_period_us"][0]
     assert on.row(1) == off.row(1) and on.row(2) == off.row(2)
+
+
+def test_a_128_accumulator_tiles_fixup_reads_each_partial_in_two_round_trips():
+    """fixup_batches: a consumer thread loads a partial FIXUP_BATCH (64) values at a time,
+    one per accumulator it holds (WG_M * TN / 128), so 64x256, 128x256 and 256x128 tiles
+    wait two round trips a partial and the others one; the split-K read-back of a
+    128x256 tile grows by reads * partial_latency_us, others do not move, off nothing
+    moves."""
+    def batches(tile_m, tile_n, schedule=0, on=True):
+        x = SimpleNamespace(tile_m=np.array([tile_m]), tile_n=np.array([tile_n]), schedule=np.array([schedule]),
+                            on=SimpleNamespace(fixup_batches=on))
+        return float(np.asarray(K.fixup_batches(x)).ravel()[0])
+
+    assert batches(64, 256) == batches(128, 256) == batches(256, 128) == 2.0
+    assert batches(128, 128) == batches(64, 128) == batches(256, 64) == batches(64, 64) == 1.0
+    assert batches(128, 256, on=False) == 1.0
+    df = pl.concat([_decode(tile_m=128, tile_n=256, stages=4, split_k=4), _decode(split_k=4)])
+    ps = C.with_values(PS, "ws-hopper", "bf16", {"partial_latency_us": 0.5})
+    on, off = W.predict(df, ps), W.predict(df, ps, fixup_batches=False)
+    assert on["work_items"][0] == 64  # one wave: the 16 tiles' four reads of 0.5 us each once more
+    assert on["reduction_us"][0] - off["reduction_us"][0] == pytest.approx(4 * 0.5, rel=1e-6)
+    assert on.row(1) == off.row(1)

@@ -102,6 +102,9 @@ plain ``ws-stage`` / ``ws-persistent`` assumption so its contribution shows):
 - ``issue_wait``: a consumer frees a slot only after issuing the next k-block's wgmmas; a
   256-row tile's 16 a tensor-core sub-partition wait for half its multiply (a queue of 8),
   which a two-stage ring's one slot in flight waits for too.
+- ``fixup_batches``: the fix-up's read-back loads a partial FIXUP_BATCH values a thread at
+  a time, so a tile whose consumer threads hold 128 accumulators (64x256, 128x256,
+  256x128) waits two L2 round trips a partial.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and

@@ -153,8 +153,8 @@ class PipelinedConstants:
         per_clock(32.0), "B/us", "one SM's rate of reading partial tiles back from L2 in the fix-up (dependent "
         "loads and adds, latency-bound)", 5e3, 5e5, rows=k_shared)
     partial_latency_us: float = _const(
-        fixed(0.5), "us", "the L2 round trip of one partial's loads in the fix-up: the read-back loop takes the "
-        "partials one after another", 0.0, 5.0, rows=k_shared)
+        fixed(0.5), "us", "the L2 round trip of one batch of a partial's loads in the fix-up: the read-back loop "
+        "takes the partials one after another, each in kshare.fixup_batches round trips", 0.0, 5.0, rows=k_shared)
     fixup_sync_us: float = _const(
         fixed(1.0), "us", "a partial's arrival: memory fence, atomic counter round trip, warpgroup barrier",
         0.0, 10.0, rows=k_shared)

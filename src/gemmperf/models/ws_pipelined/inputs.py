@@ -49,6 +49,7 @@ class Switches:
     ring_saturation: bool = True
     partial_stores: bool = True
     issue_wait: bool = True
+    fixup_batches: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:

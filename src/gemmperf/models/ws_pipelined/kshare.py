@@ -24,17 +24,35 @@ def reduction(x: Inputs, a, writes, reads, readers):
     partials written (each followed by its arrival), then ``reads`` partials read back by
     the last arriver, while ``readers`` CTAs of the wave read as many:
         writes * (max(Pb / partial_write_bytes_per_us, a*Pb / l2_bytes_per_us) + fixup_sync_us)
-        + max(reads*(partial_latency_us + L + Pb / partial_read_bytes_per_us), readers*reads*Pb / l2_bytes_per_us)
+        + max(reads*(nb*partial_latency_us + L + Pb / partial_read_bytes_per_us), readers*reads*Pb / l2_bytes_per_us)
     (the workspace stays in L2: the wave's writes and reads share its rate). The read-back
     loop takes the partials one after another, each an L2 round trip before its bytes: a
     decode tile's partials (rows < M only: a few hundred bytes) cost their latency; L is
-    stream-K's slot lookup before each partial's loads (``stream_k_lookup``)."""
+    stream-K's slot lookup before each partial's loads (``stream_k_lookup``); nb the round
+    trips a partial's loads take (``fixup_batches``)."""
     pb = partial_bytes(x)
     l2 = x.c.l2_bytes_per_us
     write = np.maximum(pb / x.c.partial_write_bytes_per_us, a * pb / l2) + x.c.fixup_sync_us
-    read = np.maximum(reads * (x.c.partial_latency_us + stream_k_lookup(x) + pb / x.c.partial_read_bytes_per_us),
+    lat = x.c.partial_latency_us * fixup_batches(x)
+    read = np.maximum(reads * (lat + stream_k_lookup(x) + pb / x.c.partial_read_bytes_per_us),
                       readers * reads * pb / l2)
     return writes * write + read
+
+
+# partial values a consumer thread has in flight at once in the fix-up's read-back: 32
+# float2 loads beside its accumulators (SASS of the split-K kernels, split_k_probe.py)
+FIXUP_BATCH = 64
+
+
+def fixup_batches(x: Inputs):
+    """Round trips a partial's read-back takes (``fixup_batches``): a consumer thread loads
+    its share of a partial, one value per accumulator, FIXUP_BATCH at a time, so a tile
+    whose threads hold 128 accumulators (64x256, 128x256, 256x128) waits for two batches,
+    ceil(acc / FIXUP_BATCH), acc = WG_M * TN / 128. Off: 1."""
+    if not x.on.fixup_batches:
+        return 1.0
+    wg_rows = np.where((x.schedule == 1) | (x.tile_m < 128), x.tile_m, x.tile_m / 2.0)
+    return np.maximum(np.ceil(wg_rows * x.tile_n / 128.0 / FIXUP_BATCH), 1.0)
 
 
 def stream_k_lookup(x: Inputs):
