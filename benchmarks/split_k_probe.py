@@ -22,7 +22,8 @@ split-K and stream-K configuration's kernel (bf16 and fp8, every cooperative til
 cluster shape and epilogue; split 2 and 3, and stream-K) for sm_90a and counts, in each, the
 partial loads (``LDG.E.64.STRONG.GPU``) that land in one register: 2 where they are
 issued in batches, one for each load where serialized. It prints the worst and exits 1
-if any kernel serializes them.
+if any kernel serializes them, then how many of a partial's loads a thread issues before
+its first add, by the accumulators it holds.
 
 With the loads batched, a thread still holds only so many partial values in flight
 beside its accumulators: a 128-accumulator tile's 64 loads of a partial cannot all be in
@@ -145,6 +146,20 @@ def sass_configs() -> list:
     return out
 
 
+def first_batch(sass: str) -> int:
+    """The partial loads a kernel's fix-up issues before its first add (after the arrival's
+    atomic): how many of a partial's loads a thread has in flight at once."""
+    tail = sass[sass.find("ATOMG.E.ADD"):]
+    ops = re.findall(r"LDG\.E\.64\.STRONG\.GPU|FADD", tail)
+    return next((i for i, op in enumerate(ops) if op == "FADD"), len(ops))
+
+
+def accumulators(cfg) -> int:
+    """fp32 accumulators a consumer thread holds: WG_M * TN / 128 (cooperative: a 128- or
+    256-row tile's two warpgroups take half the rows each)."""
+    return (cfg.tile_m if cfg.tile_m < 128 else cfg.tile_m // 2) * cfg.tile_n // 128
+
+
 def serial_loads(sass: str) -> int:
     """The most partial loads (``LDG.E.64.STRONG.GPU``) of a kernel's SASS into one register."""
     dest = Counter(re.findall(r"LDG\.E\.64\.STRONG\.GPU (R\d+),", sass))
@@ -161,7 +176,7 @@ def sass_check() -> int:
         return 2
     configs = sass_configs()
     failed = build_all(configs, "sm_90a", jobs=16)
-    worst = []
+    worst, batches = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for cfg in configs:
             if cfg.key() in failed:
@@ -171,6 +186,7 @@ def sass_check() -> int:
                 f.write(build(cfg, "sm_90a").cubin)
             sass = subprocess.run([tool, "-c", path], capture_output=True, text=True, check=True).stdout
             worst.append((serial_loads(sass), cfg.key()))
+            batches.setdefault(accumulators(cfg), []).append(first_batch(sass))
     worst.sort(reverse=True)
     bad = [w for w in worst if w[0] > SERIAL]
     print(f"{len(worst)} kernels disassembled ({len(failed)} failed to compile); the most partial loads into one "
@@ -178,6 +194,9 @@ def sass_check() -> int:
     for n, key in worst[:8]:
         print(f"  {n:3d}  {key}")
     print(f"{len(bad)} serialize their fix-up's loads (more than {SERIAL} into one register)")
+    print("a partial's loads a thread has in flight before its first add, by the accumulators it holds:")
+    for acc, n in sorted(batches.items()):
+        print(f"  {acc:3d} accumulators ({acc // 2} loads): {min(n)}-{max(n)} over {len(n)} kernels")
     return 1 if bad or failed else 0
 
 
