@@ -19,6 +19,7 @@ from gemmperf.models import MODELS, predict
 from gemmperf.models import ws_pipelined as W
 from gemmperf.models.ws_pipelined import effects as E
 from gemmperf.models.ws_pipelined import kshare as K
+from gemmperf.models.ws_pipelined.inputs import accumulators
 from gemmperf.params import ParamSet, default_params
 from gemmperf.problem import KernelConfig
 
@@ -990,7 +991,7 @@ def test_a_128_accumulator_tiles_fixup_reads_each_partial_in_two_round_trips():
     128x256 tile grows by reads * partial_latency_us, others do not move, off nothing
     moves."""
     def batches(tile_m, tile_n, schedule=0, on=True):
-        x = SimpleNamespace(tile_m=np.array([tile_m]), tile_n=np.array([tile_n]), schedule=np.array([schedule]),
+        x = SimpleNamespace(accumulators=accumulators(np.array([tile_m]), np.array([tile_n]), np.array([schedule])),
                             on=SimpleNamespace(fixup_batches=on))
         return float(np.asarray(K.fixup_batches(x)).ravel()[0])
 

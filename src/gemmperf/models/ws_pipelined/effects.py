@@ -489,7 +489,7 @@ def epilogue_threads(x: Inputs):
     """Ea, the direct epilogue's per-thread work: each consumer thread converts its fp32
     accumulators, exchanges them within its quad (shuffles) and stores them 16 bytes at a
     time, one after another, so the time grows with the accumulators one thread holds,
-        Ea = epilogue_acc_us * WG_M * TN / 128,
+        Ea = epilogue_acc_us * WG_M * TN / 128   (``Inputs.accumulators``),
     WG_M the rows one consumer warpgroup holds: TM / 2 for a cooperative 128- or 256-row
     tile (two warpgroups), TM for a 64-row tile (one) and for ping-pong (each warpgroup a
     whole tile). A tile one warpgroup holds takes twice the time of the same tile split
@@ -498,8 +498,7 @@ def epilogue_threads(x: Inputs):
     this. Off: 0."""
     if not x.on.epilogue_threads:
         return 0.0
-    wg_rows = np.where((x.schedule == 1) | (x.tile_m < 128), x.tile_m, x.tile_m / 2.0)
-    return x.c.epilogue_acc_us * wg_rows * x.tile_n / 128.0
+    return x.c.epilogue_acc_us * x.accumulators
 
 
 class Writes(NamedTuple):

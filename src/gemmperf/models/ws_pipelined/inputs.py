@@ -71,6 +71,12 @@ EPILOGUE_CODES = {"direct": 0, "tma": 1}
 SCHEDULE_CODES = {"cooperative": 0, "pingpong": 1}
 
 
+def accumulators(tile_m, tile_n, schedule):
+    """``Inputs.accumulators`` of arrays (schedule 1: ping-pong)."""
+    wg_rows = np.where((schedule == 1) | (tile_m < 128), tile_m, tile_m / 2.0)
+    return wg_rows * tile_n / 128.0
+
+
 @dataclass(frozen=True)
 class Inputs:
     """One element per configuration row; every array has the same shape."""
@@ -112,6 +118,13 @@ class Inputs:
     @property
     def shape(self) -> tuple[int, ...]:
         return np.shape(self.m)
+
+    @property
+    def accumulators(self) -> np.ndarray:
+        """fp32 accumulators a consumer thread holds, WG_M * TN / 128: WG_M the rows one
+        consumer warpgroup holds, TM / 2 for a cooperative 128- or 256-row tile (two
+        warpgroups), TM for a 64-row tile (one) and for ping-pong (each a whole tile)."""
+        return accumulators(self.tile_m, self.tile_n, self.schedule)
 
     @classmethod
     def of(cls, named: dict, on: Switches, grid: Grid | None = None) -> Inputs:

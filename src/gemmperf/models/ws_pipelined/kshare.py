@@ -49,13 +49,12 @@ def fixup_batches(x: Inputs):
     """Round trips a partial's read-back takes (``fixup_batches``): a consumer thread loads
     its share of a partial, one value per accumulator, FIXUP_BATCH at a time, so a tile
     whose threads hold 128 accumulators (64x256, 128x256, 256x128) waits for two batches,
-    ceil(acc / FIXUP_BATCH), acc = WG_M * TN / 128. Measured (split_k_probe.py --fixup, one
+    ceil(acc / FIXUP_BATCH), acc = ``Inputs.accumulators``. Measured (split_k_probe.py --fixup, one
     tile, P CTAs of one k-block, M = 16): one more partial costs 0.64 and 0.56 us on 128x256
     and 256x128 tiles, 0.38 on 128x128. Off: 1."""
     if not x.on.fixup_batches:
         return 1.0
-    wg_rows = np.where((x.schedule == 1) | (x.tile_m < 128), x.tile_m, x.tile_m / 2.0)
-    return np.maximum(np.ceil(wg_rows * x.tile_n / 128.0 / FIXUP_BATCH), 1.0)
+    return np.maximum(np.ceil(x.accumulators / FIXUP_BATCH), 1.0)
 
 
 def stream_k_lookup(x: Inputs):
