@@ -118,18 +118,23 @@ INT_COLUMNS = ("m", "n", "k", "tile_m", "tile_n", "tile_k", "stages", "cluster_m
 BOOL_COLUMNS = ("persistent", "stream_k")
 
 
-def read_tasks(path, floats: tuple[str, ...] = ()) -> list[dict]:
-    """A plan's runs written by ``write_csv`` (``m``, ``n``, ``k``, the configuration's
-    fields, labels) as task rows: the configuration's fields typed as KernelConfig wants,
-    the ``floats`` columns as floats, the rest as written."""
-    def typed(c, v):
+def typed(row: dict, floats: tuple[str, ...] = ()) -> dict:
+    """A CSV row's values (strings) as a task wants them: the configuration's fields typed
+    as KernelConfig wants, the ``floats`` columns as floats, the rest as written."""
+    def one(c, v):
         if c in INT_COLUMNS:
             return int(v)
         if c in BOOL_COLUMNS:
             return v in ("True", "true")
         return float(v) if c in floats else v
 
-    return [{c: typed(c, v) for c, v in r.items()} for r in read_csv(path)]
+    return {c: one(c, v) for c, v in row.items()}
+
+
+def read_tasks(path, floats: tuple[str, ...] = ()) -> list[dict]:
+    """A plan's runs written by ``write_csv`` (``m``, ``n``, ``k``, the configuration's
+    fields, labels) as task rows (``typed``)."""
+    return [typed(r, floats) for r in read_csv(path)]
 
 
 def measured(rows: list[dict], columns: tuple[str, ...]) -> dict[tuple, float]:

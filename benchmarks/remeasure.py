@@ -52,7 +52,8 @@ STALE = {
 
 
 def is_stale(row: dict) -> bool:
-    return any(pick(row) for pick, _ in STALE.values())
+    """A verified row measured with a kernel a fix has changed since."""
+    return row.get("status") == "ok" and any(pick(row) for pick, _ in STALE.values())
 
 
 def tables(slug: str) -> list[Path]:
@@ -84,7 +85,7 @@ def stale_rows(slug: str) -> dict[str, list[dict]]:
     """table name -> its stale rows: in the table, or set aside by --supersede."""
     out = {}
     for path in tables(slug):
-        rows = [r for r in read(path)[1] if r.get("status") == "ok" and is_stale(r)]
+        rows = [r for r in read(path)[1] if is_stale(r)]
         if rows:
             out[table_name(slug, path)] = rows
     for path in sorted((RESULTS / slug / SUPERSEDED).glob("*.csv")):
@@ -94,14 +95,11 @@ def stale_rows(slug: str) -> dict[str, list[dict]]:
 
 def as_task(row: dict) -> dict:
     """A stale row as the sweep's task: its shape and its configuration, typed."""
-    from probes import BOOL_COLUMNS, INT_COLUMNS
+    from probes import typed
 
     from gemmperf.problem import KernelConfig
 
-    def typed(c, v):
-        return int(v) if c in INT_COLUMNS else v in ("True", "true") if c in BOOL_COLUMNS else v
-
-    return {c: typed(c, row[c]) for c in ("m", "n", "k", *KernelConfig.__dataclass_fields__)}
+    return typed({c: row[c] for c in ("m", "n", "k", *KernelConfig.__dataclass_fields__)})
 
 
 def measure(out: Path) -> int:
@@ -146,8 +144,9 @@ def merge(directory: Path, slug: str) -> int:
 def supersede(slug: str) -> int:
     for path in tables(slug):
         header, rows = read(path)
-        keep = [r for r in rows if not (r.get("status") == "ok" and is_stale(r))]
-        moved = [r for r in rows if r not in keep]
+        stale = [is_stale(r) for r in rows]
+        keep = [r for r, s in zip(rows, stale) if not s]
+        moved = [r for r, s in zip(rows, stale) if s]
         if not moved:
             continue
         aside = RESULTS / slug / SUPERSEDED / table_name(slug, path)
