@@ -1004,3 +1004,24 @@ def test_a_128_accumulator_tiles_fixup_reads_each_partial_in_two_round_trips():
     assert on["work_items"][0] == 64  # one wave: the 16 tiles' four reads of 0.5 us each once more
     assert on["reduction_us"][0] - off["reduction_us"][0] == pytest.approx(4 * 0.5, rel=1e-6)
     assert on.row(1) == off.row(1)
+
+
+def test_the_rows_of_a_last_k_block_that_overhangs_k_join_the_zero_filled_rows():
+    """k_tail_fill: where K is not a multiple of TK, a tile's last k-block's A and B boxes
+    have every row zero-filled past K: (TM + TN) rows over the tile's KT k-blocks join
+    boundary_fill's rows in flight; at a multiple of TK, or off, none do. Over 8 waves of
+    128x128 tiles the K tail makes the kernel slower, an aligned K moves nothing."""
+    def rows(k, tile_m=128, tile_n=128, on=True):
+        x = SimpleNamespace(k=np.array([k]), tile_k=np.array([64]), tile_m=np.array([tile_m]),
+                            tile_n=np.array([tile_n]), grid=SimpleNamespace(k_tiles=np.array([-(-k // 64)])),
+                            on=SimpleNamespace(k_tail_fill=on))
+        return float(np.asarray(E.k_tail_rows(x)).ravel()[0])
+
+    assert rows(32) == 256.0 and rows(96) == 128.0 and rows(480, 64, 256) == 320.0 / 8
+    assert rows(64) == rows(512) == 0.0
+    assert rows(96, on=False) == 0.0
+    df = pl.concat([_decode(m=2048, n=8448, k=k, tile_m=128, tile_n=128, stages=4, persistent=True)
+                    for k in (96, 128)])
+    on, off = W.predict(df, PS), W.predict(df, PS, k_tail_fill=False)
+    assert on["predicted_us"][0] > off["predicted_us"][0]
+    assert on.row(1) == off.row(1)

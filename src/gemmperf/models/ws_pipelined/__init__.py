@@ -36,8 +36,9 @@ plain ``ws-stage`` / ``ws-persistent`` assumption so its contribution shows):
 - ``sm_load_cap``: one SM's TMA path moves whole boxes.
 - ``row_alignment``: rows whose pitch is off the 128-byte line cost extra L2 requests.
 - ``ring_latency``: a ring slot's round trip is longer than the load latency.
-- ``boundary_fill``: boxes that overhang M or N take TMA's zero-fill path, whose queue
-  the whole GPU shares: its latency follows the zero-filled rows in flight.
+- ``boundary_fill``: boxes that overhang M or N (or K: ``k_tail_fill``) take TMA's
+  zero-fill path, whose queue the whole GPU shares: its latency follows the zero-filled
+  rows in flight.
 - ``coalesced_reads``: CTAs close in launch order read a shared panel once.
 - ``consumer_warpgroups``: one consumer warpgroup (64-row tiles) leaves the tensor
   cores partly idle.
@@ -105,6 +106,8 @@ plain ``ws-stage`` / ``ws-persistent`` assumption so its contribution shows):
 - ``fixup_batches``: the fix-up's read-back loads a partial FIXUP_BATCH values a thread at
   a time, so a tile whose consumer threads hold 128 accumulators (64x256, 128x256,
   256x128) waits two L2 round trips a partial.
+- ``k_tail_fill``: where K is not a multiple of TK, the rows of a tile's last k-block's
+  boxes overhang K and join ``boundary_fill``'s zero-filled rows in flight.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and

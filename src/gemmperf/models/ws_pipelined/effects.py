@@ -433,14 +433,30 @@ def boundary_fill(x: Inputs, a, slots):
     in the period's latency term with slots = B (every slot of the ring in flight), in the
     fill with slots = 1: the first k-block's boxes are at the head of the queue, behind
     the other CTAs' first boxes only (and so the ring depth enters the kernel's time
-    through the period alone, as the optimizer's split needs). Off: lat_oob = 0."""
+    through the period alone, as the optimizer's split needs). The rows that overhang K
+    join them (``k_tail_rows``). Off: lat_oob = 0."""
     if not x.on.boundary_fill:
         return np.zeros(x.shape)
     g = x.grid
     oob_rows = ((g.tiles_m * x.tile_m - x.m) * g.tiles_n + (g.tiles_n * x.tile_n - x.n) * g.tiles_m) \
-        / g.tiles.astype(np.float64)
+        / g.tiles.astype(np.float64) + k_tail_rows(x)
     r2 = (a * oob_rows * slots) ** 2
     return x.c.oob_latency_us * r2 / (r2 + x.c.oob_half_rows ** 2)
+
+
+def k_tail_rows(x: Inputs):
+    """Rows per k-block, on the tile average, of a CTA's A and B boxes that overhang K.
+
+    Where K is not a multiple of TK, the last of a tile's KT k-blocks reads boxes whose
+    columns past K are zero-filled: every row of both boxes takes the zero-fill path, as
+    a row past M or N does (``boundary_fill``). Averaged over the tile's k-blocks,
+        o_K = (TM + TN) * [K mod TK != 0] / KT.
+    benchmarks/k_tail_probe.py (lent H200): one k-block of 16 or 32 columns ran 1.11-1.23x
+    the time of one of 64 over 8 waves of 128x128 and 128x256 tiles, 1.08-1.14x in one
+    wave, though it moves a quarter to half the bytes. Off: 0."""
+    if not x.on.k_tail_fill:
+        return 0.0
+    return (x.tile_m + x.tile_n) * (x.k % x.tile_k != 0) / x.grid.k_tiles.astype(np.float64)
 
 
 def coalesced_reads(x: Inputs, w: Span, loaded):

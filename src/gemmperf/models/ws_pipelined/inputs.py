@@ -50,6 +50,7 @@ class Switches:
     partial_stores: bool = True
     issue_wait: bool = True
     fixup_batches: bool = True
+    k_tail_fill: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
