@@ -18,6 +18,7 @@ from gemmperf.hardware import CATALOG
 from gemmperf.models import MODELS, predict
 from gemmperf.models import ws_pipelined as W
 from gemmperf.models.ws_pipelined import effects as E
+from gemmperf.models.ws_pipelined import epilogue as EP
 from gemmperf.models.ws_pipelined import kshare as K
 from gemmperf.models.ws_pipelined.inputs import accumulators
 from gemmperf.params import ParamSet, default_params
@@ -937,8 +938,8 @@ def test_an_edge_tile_stores_only_its_part_inside_c():
 
     def stores(on, m, n, tile_m, tile_n):
         _, arr = W.prepare(_big(m=m, n=n, tile_m=tile_m, tile_n=tile_n), PS)  # bf16: out_bytes 2
-        return E.partial_stores(SimpleNamespace(tile_m=tile_m, tile_n=tile_n, out_bytes=2, grid=W.grid_of(arr),
-                                                on=SimpleNamespace(partial_stores=on)))
+        return EP.partial_stores(SimpleNamespace(tile_m=tile_m, tile_n=tile_n, out_bytes=2, grid=W.grid_of(arr),
+                                                 on=SimpleNamespace(partial_stores=on)))
 
     # M = 3 of a 128-row tile, N = 100 padded to 104 (16 bytes of bf16) of a 128-column one
     s = stores(True, m=3, n=100, tile_m=128, tile_n=128)

@@ -17,13 +17,14 @@ the tensor cores at the GPU's fp8 rate (the parameters of the (family, fp8) entr
 
 Modules: ``geometry`` (tiles, waves, the panels a wave reads, L2 hit rates: the
 ``Grid``, integer inputs only, which a fit computes once with ``grid_of``),
-``effects`` (one function per effect; ``kshare`` those of split-K and stream-K),
+``effects`` (one function per effect; ``epilogue`` those of the epilogue, ``kshare``
+those of split-K and stream-K),
 ``compose`` (``evaluate``: stage terms, waves, kernel time, limiter), ``constants`` (the
 typed ``PipelinedConstants``), ``inputs`` (evaluate's typed inputs and the effects'
 ``Switches``), ``table`` (polars in and out).
 
-Effects (``EFFECTS``; each a function in effects.py, or for split-K and stream-K in
-kshare.py, whose docstring has its equation, and a switch: keyword flags of ``evaluate``
+Effects (``EFFECTS``; each a function in effects.py, for the epilogue in epilogue.py, for
+split-K and stream-K in kshare.py, whose docstring has its equation, and a switch: keyword flags of ``evaluate``
 / ``predict``, or ``model_options={...}``; switched off, an effect falls back to the
 plain ``ws-stage`` / ``ws-persistent`` assumption so its contribution shows):
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..columns import ceil_div
 from . import effects as E
+from . import epilogue as EP
 from . import kshare as K
 from .geometry import Grid, Span
 from .inputs import INPUTS, Inputs, Switches
@@ -46,33 +47,33 @@ def smem_time(x: Inputs):
 def epilogue(x: Inputs, backlog):
     """One tile's epilogue, the direct epilogue's 16-byte stores from registers:
         E = t_epilogue_us + max(Ea + Sb / store_bytes_per_us, backlog)
-    with Sb the bytes the tile stores inside C (``effects.partial_stores``; TM*TN*ob for a
+    with Sb the bytes the tile stores inside C (``epilogue.partial_stores``; TM*TN*ob for a
     tile inside C), Ea the consumer threads' own work on their accumulators
-    (``effects.epilogue_threads``), which with the stores' issue overlaps the DRAM writes
-    the next tile does not hide (``backlog``, ``effects.dram_writes``; off: E =
+    (``epilogue.epilogue_threads``), which with the stores' issue overlaps the DRAM writes
+    the next tile does not hide (``backlog``, ``epilogue.dram_writes``; off: E =
     t_epilogue_us + Ea + max(stores, backlog)).
-    The TMA-store epilogue (``effects.tma_store``) replaces the stores by staging writes to
+    The TMA-store epilogue (``epilogue.tma_store``) replaces the stores by staging writes to
     shared memory."""
     out_tile = x.tile_m * x.tile_n * x.out_bytes
-    stored = E.partial_stores(x).tile
+    stored = EP.partial_stores(x).tile
     if x.on.dram_writes:
-        direct = x.t_epilogue_us + np.maximum(E.epilogue_threads(x) + stored / x.c.store_bytes_per_us, backlog)
+        direct = x.t_epilogue_us + np.maximum(EP.epilogue_threads(x) + stored / x.c.store_bytes_per_us, backlog)
     else:
-        direct = x.t_epilogue_us + E.epilogue_threads(x) + np.maximum(stored / x.c.store_bytes_per_us, backlog)
-    return E.tma_store(x, direct, out_tile, backlog)
+        direct = x.t_epilogue_us + EP.epilogue_threads(x) + np.maximum(stored / x.c.store_bytes_per_us, backlog)
+    return EP.tma_store(x, direct, out_tile, backlog)
 
 
 def store_drain(x: Inputs, d):
     """The last tile's TMA stores drain after its consumers are done: once per kernel,
         max(Sb / store_bytes_per_us, D) - exit
-    (Sb: the bytes the tile stores inside C, ``effects.partial_stores``; D: the last wave's
-    DRAM writes, ``effects.dram_writes``; exit: the part of it a non-persistent grid's last
-    wave has in its epilogue already, ``effects.store_exit``)
-    for the TMA-store epilogue (``effects.tma_store``), 0 for the direct one."""
+    (Sb: the bytes the tile stores inside C, ``epilogue.partial_stores``; D: the last wave's
+    DRAM writes, ``epilogue.dram_writes``; exit: the part of it a non-persistent grid's last
+    wave has in its epilogue already, ``epilogue.store_exit``)
+    for the TMA-store epilogue (``epilogue.tma_store``), 0 for the direct one."""
     if not x.on.tma_store:
         return np.zeros(x.shape)
-    stored = E.partial_stores(x).tile
-    drain = np.maximum(stored / x.c.store_bytes_per_us, d) - E.store_exit(x, stored)
+    stored = EP.partial_stores(x).tile
+    drain = np.maximum(stored / x.c.store_bytes_per_us, d) - EP.store_exit(x, stored)
     return np.where(x.epilogue == 1, drain, 0.0)
 
 
@@ -94,7 +95,7 @@ class Wave:
     period: np.ndarray
     epilogue: np.ndarray
     epilogue_end: np.ndarray  # the epilogue of a kernel's last tile: no next tile hides its DRAM writes
-    writes: E.Writes  # the wave's stores of C to DRAM (effects.dram_writes)
+    writes: EP.Writes  # the wave's stores of C to DRAM (epilogue.dram_writes)
     fixup: np.ndarray  # split-K's fix-up before the epilogue (kshare.split_k_fixup)
 
 
@@ -107,7 +108,7 @@ def wave(x: Inputs, w: Span, h, t_c, pad: E.Padding) -> Wave:
     lat_wait = (E.boundary_fill(x, a, x.stages) + E.ring_queue(x, a, a_bytes + b_bytes)
                 + E.split_row_latency(x, a_bytes + b_bytes, lines))
     rest, period = E.pipelining(x, t_load, t_c, lat_wait, z_mc)
-    writes = E.dram_writes(x, a_out, t_c)
+    writes = EP.dram_writes(x, a_out, t_c)
     return Wave(a=a, a_out=a_out, t_load=t_load, l2_bound=l2_bound, lat_wait=lat_wait, z_mc=z_mc,
                 fill=x.load_latency_us + E.boundary_fill(x, a, 1) + z_mc + t_load, rest=rest, period=period,
                 epilogue=epilogue(x, writes.backlog), epilogue_end=epilogue(x, writes.end), writes=writes,
@@ -133,7 +134,7 @@ def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale, t_c) -> 
     persistent (grid = min(T, P)): the producer prefetches the next tile's ring during
     the epilogue, so only the part of a later fill longer than the epilogue is exposed;
     non-persistent (grid = T): each wave's CTAs start cold and pay ``cta_launch_us``.
-    Ping-pong (``effects.pingpong_overlap``) hides epilogues and later fills behind the
+    Ping-pong (``epilogue.pingpong_overlap``) hides epilogues and later fills behind the
     other consumer warpgroup's main loop; the TMA-store epilogue drains its last tile's
     stores at the end (``store_drain``). Split-K's fix-up (``kshare.split_k_fixup``)
     precedes each wave's epilogue, the waves before the last paying their read-back and
@@ -154,7 +155,7 @@ def kernel_terms(x: Inputs, first: Wave, full: Wave, last: Wave, scale, t_c) -> 
     later_fills = np.where(has_rem, np.maximum(g.full_waves - 1, 0) * exposed_full
                            + (g.full_waves > 0) * exposed_last,
                            np.maximum(g.full_waves - 1, 0) * exposed_full)
-    overlap = E.pingpong_overlap(x, full.epilogue, final, t_c, full.writes.backlog)
+    overlap = EP.pingpong_overlap(x, full.epilogue, final, t_c, full.writes.backlog)
     if overlap is not None:
         epi, later_fills = np.where(overlap.on, overlap.epilogue, epi), np.where(overlap.on, 0.0, later_fills)
     fill_p = scale * (first.fill + later_fills)

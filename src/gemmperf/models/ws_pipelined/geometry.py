@@ -304,7 +304,7 @@ def cta_bytes(tile_m, tile_n, tile_k, cluster_m, cluster_n, in_bytes, sf_bytes_p
 def stored_c(m, n, tile_m, tile_n, tiles_m, tiles_n, out_bytes):
     """(bytes the fullest tile stores inside C, share of the tiles' bytes of C inside C):
     min(TM, M) * min(TN, N16) * ob and M*N16 / (tiles_m*TM * tiles_n*TN), N16 the N of C's
-    rows padded to 16 bytes (``effects.partial_stores``)."""
+    rows padded to 16 bytes (``epilogue.partial_stores``)."""
     row_elems = 16 // out_bytes
     n16 = ceil_div(n, row_elems) * row_elems
     tile = np.minimum(tile_m, m) * np.minimum(tile_n, n16) * out_bytes

@@ -14,7 +14,7 @@ from .geometry import Grid
 
 @dataclass(frozen=True)
 class Switches:
-    """One switch per effect function of effects.py and kshare.py, all on by default; off, an effect
+    """One switch per effect function of effects.py, epilogue.py and kshare.py, all on by default; off, an effect
     falls back to the plain ws-stage / ws-persistent assumption so its contribution shows."""
 
     pipelining: bool = True
