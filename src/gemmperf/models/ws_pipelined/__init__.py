@@ -24,9 +24,10 @@ typed ``PipelinedConstants``), ``inputs`` (evaluate's typed inputs and the effec
 ``Switches``), ``table`` (polars in and out).
 
 Effects (``EFFECTS``; each a function in effects.py, for the epilogue in epilogue.py, for
-split-K and stream-K in kshare.py, whose docstring has its equation, and a switch: keyword flags of ``evaluate``
-/ ``predict``, or ``model_options={...}``; switched off, an effect falls back to the
-plain ``ws-stage`` / ``ws-persistent`` assumption so its contribution shows):
+split-K and stream-K in kshare.py, whose docstring has its equation, and a switch:
+keyword flags of ``evaluate`` / ``predict``, or ``model_options={...}``; switched off, an
+effect falls back to the plain ``ws-stage`` / ``ws-persistent`` assumption so its
+contribution shows):
 
 - ``l2_reuse``: the L2 hit rate of a wave from the raster order and the L2 size.
 - ``bandwidth_sharing``: the CTAs of a wave share DRAM and L2 bandwidth.

@@ -37,6 +37,7 @@ def partial_stores(x: Inputs) -> Stored:
         return Stored(tile=x.tile_m * x.tile_n * x.out_bytes, share=1.0)
     return Stored(tile=x.grid.stored_tile, share=x.grid.useful_c)  # geometry.stored_c, once per grid
 
+
 def epilogue_threads(x: Inputs):
     """Ea, the direct epilogue's per-thread work: each consumer thread converts its fp32
     accumulators, exchanges them within its quad (shuffles) and stores them 16 bytes at a
