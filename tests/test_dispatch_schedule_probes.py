@@ -2,7 +2,9 @@
 is legal on both GPUs and its grid is the one named; the dispatch probe's line is a least-
 squares fit; the committed H200 runs read back with what the notes say of them."""
 
+import argparse
 import csv
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,3 +97,56 @@ def test_the_h200_mode_runs_read_back_as_the_notes_say():
             if tile.startswith("64x"):
                 key = (tile, "direct", "epilogue-only", "64", ctas)
                 assert 0.3 < t[(*key, "pingpong")] - t[(*key, "cooperative")] < 0.8
+
+
+def test_the_schedule_probe_grid_pairs_each_run_and_prints_every_pair(tmp_path, monkeypatch, capsys):
+    """--grid: both schedules of every (tile, epilogue, persistent, M x N, K), four stages,
+    no cluster, legal on both GPUs; main() on a stand-in Measurer writes one row per run
+    and prints one line per pair (its cooperative and ping-pong times)."""
+    probes = load_script(ROOT / "benchmarks" / "probes.py", "probes")
+    monkeypatch.setitem(sys.modules, "probes", probes)
+    probe = load_script(ROOT / "benchmarks" / "schedule_probe.py")
+    runs = probe.grid_tasks()
+    assert len(runs) == (len(probe.GRID_TILES) * len(probe.EPILOGUES) * 2 * len(probe.GRID_SHAPES)
+                         * len(probe.GRID_KS) * 2)
+    for slug in ("h100-sxm5-80gb", "h200-sxm-141gb"):
+        assert not refused(runs, get_gpu(slug))
+    for coop, pp in zip(runs[::2], runs[1::2]):
+        assert (coop["schedule"], pp["schedule"]) == ("cooperative", "pingpong")
+        assert {k: v for k, v in coop.items() if k != "schedule"} == {k: v for k, v in pp.items() if k != "schedule"}
+        cfg = config_of(coop)
+        assert (cfg.stages, cfg.cluster_m, cfg.cluster_n) == (4, 1, 1)
+        assert coop["ctas"] == (coop["m"] // cfg.tile_m) * (coop["n"] // cfg.tile_n)
+    seen = []
+
+    def meas(task):
+        seen.append(task)
+        return {"status": "ok", "time_us": 10.0 + (task["schedule"] == "pingpong"), "sm_clock_start_mhz": 1980.0,
+                "sm_clock_end_mhz": 1980.0}
+
+    out = tmp_path / "grid.csv"
+    monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags=None: (
+        argparse.Namespace(out=str(out), modes=False, grid=True), get_gpu("h200-sxm-141gb"), meas))
+    assert probe.main(["--grid"]) == 0
+    rows = list(csv.DictReader(open(out)))
+    assert len(rows) == len(seen) == len(runs)
+    pairs = [line for line in capsys.readouterr().out.splitlines() if line.endswith(" +1.00 (1.100)")]
+    assert len(pairs) == len(runs) // 2
+
+
+def test_the_h200_grid_runs_read_back_as_the_notes_say():
+    """MODEL_ACCURACY, the thirty-fifth session: all 144 runs verified; without persistence
+    and with TMA stores both schedules take the same time within 3%, where the direct
+    epilogue makes every ping-pong 64-row tile slower than its cooperative twin."""
+    rows = _rows("schedule_probe/schedule_grid_h200_2026-12-02.csv")
+    assert len(rows) == 144 and all(r["status"] == "ok" for r in rows)
+    t = {(r["tile"], r["epilogue"], r["persistent"], r["m"], r["k"], r["schedule"]): float(r["time_us"])
+         for r in rows}
+    for (tile, epilogue, persistent, m, k, schedule), coop in t.items():
+        if schedule != "cooperative" or persistent != "False":
+            continue
+        pp = t[(tile, epilogue, persistent, m, k, "pingpong")]
+        if epilogue == "tma":
+            assert abs(pp / coop - 1.0) < 0.03
+        elif tile.startswith("64x"):
+            assert pp > coop

@@ -36,7 +36,8 @@ def test_measure_skips_illegal_runs_and_passes_the_task_on(tmp_path):
 
 
 @pytest.mark.parametrize("script", ["cluster_probe.py", "oob_box_probe.py", "ring_depth_probe.py",
-                                    "zero_fill_probe.py", "zero_fill_rows_probe.py", "k_tail_probe.py"])
+                                    "zero_fill_probe.py", "zero_fill_rows_probe.py", "k_tail_probe.py",
+                                    "long_k_probe.py"])
 def test_a_probe_measures_every_run_once_and_writes_them_all(script, tmp_path, monkeypatch, capsys):
     """Each probe's main(), on a stand-in for the GPU's Measurer: every legal run measured
     once with its own size, the CSV holds one row per run with the probe's labels first."""
