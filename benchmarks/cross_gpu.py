@@ -81,8 +81,9 @@ def shared_worst(pl, pair, top: int):
 
 
 # values the fits trade against each other, also carried together: a ring slot's round trip
-# is load_latency_us + ring_extra_latency_us (the fill sees the first alone)
-TOGETHER = (("load_latency_us", "ring_extra_latency_us"),)
+# is load_latency_us + ring_extra_latency_us from DRAM, + hit_extra_latency_us from the L2
+# (the fill sees the first alone)
+TOGETHER = (("load_latency_us", "ring_extra_latency_us", "hit_extra_latency_us"),)
 
 
 def swap_costs(rows, own, carried, key, mape, together=TOGETHER) -> list[tuple[str, str, str, float]]:

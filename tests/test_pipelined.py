@@ -304,10 +304,11 @@ def test_boundary_fill_latency_follows_the_zero_filled_rows_in_flight():
 def test_a_full_wave_pays_for_its_zero_fill_more_than_a_few_ctas():
     """The probe's 128x64 tiles at M = 1 and M = 128, 4 stages: with 32 CTAs the zero fill
     adds a little to the period, with a full wave of 132 much more (measured 0.36 against
-    0.30 us, and 0.92 against 0.45 us)."""
+    0.30 us, and 0.92 against 0.45 us). The L2 serves M = 128's shared A rows, M = 1's
+    single row hardly: hit_latency is held out, the zero fill's share alone compared."""
     df = rows(m=[1, 128, 1, 128], n=[2048, 2048, 8448, 8448], k=[8192] * 4, tile_m=[128] * 4, tile_n=[64] * 4,
               stages=[4] * 4, persistent=[True] * 4)
-    p = W.predict(df, PS)["stage_period_us"].to_numpy()
+    p = W.predict(df, PS, hit_latency=False)["stage_period_us"].to_numpy()
     few, full = p[0] / p[1], p[2] / p[3]
     assert 1.0 <= few < 1.2 and full > 1.4
 
@@ -578,7 +579,8 @@ def test_a_slots_round_trip_waits_behind_the_slots_in_flight():
     q = W.default_constants(GPU).ring_queue_us_per_mb
     row = dict(tile_m=128, tile_n=64, stages=4, persistent=True, raster="row", k=8192)
     df = pl.concat([_decode(m=128, n=64 * c, **row) for c in (1, 8, 64)])
-    on, off = W.predict(df, PS), W.predict(df, PS, ring_queue=False)
+    # the hit rate grows with the CTAs of the row too: the round trip's L2 share held out
+    on, off = W.predict(df, PS, hit_latency=False), W.predict(df, PS, ring_queue=False, hit_latency=False)
     slot = (128 + 64) * 64 * 2  # a CTA's A and B boxes of a k-block, bf16
     for i, ctas in enumerate((1, 8, 64)):
         lat_q = q * ctas * 4 * slot / 1e6
@@ -589,6 +591,30 @@ def test_a_slots_round_trip_waits_behind_the_slots_in_flight():
         share = lat_q * per_round_trip(W.default_constants(GPU), 4)
         assert 0.5 * share < more <= share + 1e-12
     assert on["stage_period_us"][2] > on["stage_period_us"][1] >= on["stage_period_us"][0]
+
+
+def test_a_slots_round_trip_is_shorter_where_the_l2_serves_it():
+    """hit_latency: the round trip's extra beyond the load latency is (1 - h) *
+    ring_extra_latency_us + h * hit_extra_latency_us in the period's latency term, h the
+    wave's L2 hit rate; a ring whose panels the L2 holds (one tile row: every CTA reads
+    the same A) gains more than one that misses; the fill does not change; off, or the two
+    latencies equal, every prediction is as before."""
+    c = W.default_constants(GPU)
+    row = dict(tile_m=128, tile_n=64, stages=4, persistent=True, raster="row", k=8192)
+    df = pl.concat([_decode(m=128, n=64 * 64, **row), _decode(m=128 * 64, n=64 * 64, **row)])
+    on, off = W.predict(df, PS), W.predict(df, PS, hit_latency=False)
+    same = C.with_values(PS, "ws-hopper", "bf16", {"hit_extra_latency_us": c.ring_extra_latency_us})
+    assert W.predict(df, same).equals(off)
+    assert c.hit_extra_latency_us < c.ring_extra_latency_us
+    h = on["l2_hit_rate_est"].to_numpy()
+    assert 0.0 < h[0] < h[1] < 1.0
+    for i in range(2):
+        assert on["fill_us"][i] == off["fill_us"][i]
+        assert on["limiter"][i] == off["limiter"][i] == "latency"
+        # a p-norm of the period's terms: at least most of the saving's share a k-block, at most all
+        less = off["stage_period_us"][i] - on["stage_period_us"][i]
+        share = h[i] * (c.ring_extra_latency_us - c.hit_extra_latency_us) * per_round_trip(c, 4)
+        assert 0.5 * share < less <= share + 1e-12
 
 
 def test_split_rows_lengthen_a_slots_round_trip():

@@ -38,6 +38,9 @@ contribution shows):
 - ``sm_load_cap``: one SM's TMA path moves whole boxes.
 - ``row_alignment``: rows whose pitch is off the 128-byte line cost extra L2 requests.
 - ``ring_latency``: a ring slot's round trip is longer than the load latency.
+- ``hit_latency``: the round trip's extra beyond the load latency is shorter where the L2
+  serves the slot's load than where DRAM does: (1 - h_L2) * ring_extra_latency_us +
+  h_L2 * hit_extra_latency_us, h_L2 the wave's hit rate (``l2_reuse``).
 - ``boundary_fill``: boxes that overhang M or N (or K: ``k_tail_fill``) take TMA's
   zero-fill path, whose queue the whole GPU shares: its latency follows the zero-filled
   rows in flight.

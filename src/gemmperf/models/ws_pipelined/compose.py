@@ -83,6 +83,7 @@ class Wave:
 
     a: np.ndarray
     a_out: np.ndarray  # CTAs of the wave that store C (split-K: ceil(a/Sk))
+    h: np.ndarray  # the wave's L2 hit rate (effects.l2_reuse)
     t_load: np.ndarray  # x, per k-block
     l2_bound: np.ndarray  # the L2 term of x binds
     # what a slot's round trip waits beyond lat_ring (effects.latency_term): the zero fill's
@@ -107,9 +108,9 @@ def wave(x: Inputs, w: Span, h, t_c, pad: E.Padding) -> Wave:
     z_mc = E.oob_multicast(x, a)
     lat_wait = (E.boundary_fill(x, a, x.stages) + E.ring_queue(x, a, a_bytes + b_bytes)
                 + E.split_row_latency(x, a_bytes + b_bytes, lines))
-    rest, period = E.pipelining(x, t_load, t_c, lat_wait, z_mc)
+    rest, period = E.pipelining(x, t_load, t_c, lat_wait, z_mc, h)
     writes = EP.dram_writes(x, a_out, t_c)
-    return Wave(a=a, a_out=a_out, t_load=t_load, l2_bound=l2_bound, lat_wait=lat_wait, z_mc=z_mc,
+    return Wave(a=a, a_out=a_out, h=h, t_load=t_load, l2_bound=l2_bound, lat_wait=lat_wait, z_mc=z_mc,
                 fill=x.load_latency_us + E.boundary_fill(x, a, 1) + z_mc + t_load, rest=rest, period=period,
                 epilogue=epilogue(x, writes.backlog), epilogue_end=epilogue(x, writes.end), writes=writes,
                 fixup=K.split_k_fixup(x, a))
@@ -197,7 +198,7 @@ def stream_k_terms(x: Inputs, terms: dict, first: Wave, scale, t_c) -> dict:
 def limiter(x: Inputs, first: Wave, t_c, t_math, t_smem):
     """The Limiter code of the first wave's steady state, per row (int8)."""
     if x.on.pipelining:
-        lat_term = E.latency_term(x, first.t_load, t_c, first.lat_wait)
+        lat_term = E.latency_term(x, first.t_load, t_c, first.lat_wait, first.h)
     else:
         lat_term = np.zeros_like(first.t_load)
     core = np.where(t_smem > t_math, Limiter.SMEM, Limiter.MATH) if x.on.smem_limit else Limiter.MATH

@@ -107,6 +107,9 @@ class PipelinedConstants:
         fixed(0.15), "us", "a ring slot's round trip beyond the microbenchmarks' load latency (default: the order "
         "the H100's development data fit, 0.14; 0.5 before step 25 took the transfer out of the round trip)",
         0.0, 5.0)
+    hit_extra_latency_us: float = _const(
+        fixed(0.075), "us", "a ring slot's round trip beyond the microbenchmarks' load latency when the L2 serves its "
+        "load (ring_extra_latency_us: when DRAM does); default half the DRAM's", 0.0, 5.0)
     oob_latency_us: float = _const(
         fixed(2.5), "us", "most that zero-filled box rows in flight add to a ring slot's round trip: the "
         "zero-fill path's queue full (benchmarks/zero_fill_rows_probe.py: about 2.2 us on the H100)", 0.0, 10.0)

@@ -133,16 +133,17 @@ def smem_limit(x: Inputs, t_math, t_smem):
     return np.maximum(t_math, t_smem) if x.on.smem_limit else t_math
 
 
-def latency_term(x: Inputs, t_load, t_c, lat_wait):
+def latency_term(x: Inputs, t_load, t_c, lat_wait, h):
     """A ring slot's round trip shared by the slots that rotate through it,
         (lat_ring + lat_wait + Tc + w) * (1 / (B - h) + 1 / B_sat)
     (``slot_release``: the round trip is the load's latency and the multiply, and h of the
     B slots are held; ``ring_saturation``: the 1 / B_sat part; w: ``issue_wait``). ``lat_wait``: what the
     round trip waits beyond lat_ring, the zero fill's latency lat_oob (``boundary_fill``),
     the queue of slots in flight lat_q (``ring_queue``) and the split rows' extra requests
-    lat_s (``split_row_latency``). Both off: (lat_ring + lat_wait + x + Tc) / B, a cycle of
-    load latency, transfer and multiply over the B slots."""
-    round_trip = ring_latency(x) + lat_wait + t_c + (0.0 if x.on.slot_release else t_load) + issue_wait(x, t_c)
+    lat_s (``split_row_latency``); ``h`` the wave's L2 hit rate h_L2 (``ring_latency``). Both off:
+    (lat_ring + lat_wait + x + Tc) / B, a cycle of load latency, transfer and multiply over
+    the B slots."""
+    round_trip = ring_latency(x, h) + lat_wait + t_c + (0.0 if x.on.slot_release else t_load) + issue_wait(x, t_c)
     return round_trip * (1.0 / free_slots(x) + ring_saturation(x))
 
 
@@ -240,20 +241,20 @@ def split_row_latency(x: Inputs, slot_bytes, lines):
     return slot_bytes * (lines - 1.0) / x.c.sm_load_bytes_per_us
 
 
-def pipelining(x: Inputs, t_load, t_c, lat_wait, z_mc):
+def pipelining(x: Inputs, t_load, t_c, lat_wait, z_mc, h):
     """(K loop of one tile after its fill, steady period) with the loop pipelined through the ring.
 
     The steady period is the ring's cycle mean, the slowest of its terms
         Pk = max(Tc, x, z_mc, (lat_ring + lat_wait + Tc) * (1 / (B - h) + 1 / B_sat))
     (the last the ring's round trip over its free slots, lat_wait = lat_oob + lat_q + lat_s:
-    see ``latency_term``; z_mc = ``oob_multicast``'s term)
+    see ``latency_term``, ``h`` the wave's L2 hit rate; z_mc = ``oob_multicast``'s term)
     taken softly where ``ring_jitter`` is on (times ``cluster_lockstep``'s factor), and the
     loop after the fill takes (S - 1)*Pk + Tc.
     Off: the whole K extent is one block (gemm-model): max(S*x, S*Tc) - x after the fill."""
     s = x.grid.k_blocks
     if not x.on.pipelining:
         return np.maximum(s * t_load, s * t_c) - t_load, np.maximum(t_load, t_c)
-    terms = (t_c, t_load, z_mc, latency_term(x, t_load, t_c, lat_wait))
+    terms = (t_c, t_load, z_mc, latency_term(x, t_load, t_c, lat_wait, h))
     period = ring_jitter(x, *terms) * cluster_lockstep(x)
     return (s - 1) * period + t_c, period
 
@@ -385,17 +386,30 @@ def row_alignment(x: Inputs):
     return lines_of(x.grid.line_off, x.grid.sector_off, x.c.line_split_cost, x.c.sector_split_cost)
 
 
-def ring_latency(x: Inputs):
-    """The latency of a ring slot's round trip, lat_ring.
+def ring_latency(x: Inputs, h):
+    """The latency of a ring slot's round trip, lat_ring, in a wave of L2 hit rate ``h`` (h_L2).
 
     The consumer releases the slot, the producer's mbarrier wait wakes, TMA issues, the
     load crosses a loaded L2/NoC and complete_tx wakes the consumer: longer than the
-    microbenchmarks' load latency, lat_ring = load_latency_us + ring_extra_latency_us.
-    It enters the period's latency term only; the fill keeps load_latency_us. It is what
-    lets deep rings beat shallow ones on load-bound 64-row tiles.
-    Off: lat_ring = load_latency_us."""
+    microbenchmarks' load latency, lat_ring = load_latency_us + the extra of
+    ``hit_latency``. It enters the period's latency term only; the fill keeps
+    load_latency_us. It is what lets deep rings beat shallow ones on load-bound 64-row
+    tiles. Off: lat_ring = load_latency_us."""
     lat = x.load_latency_us
-    return lat + x.c.ring_extra_latency_us if x.on.ring_latency else lat
+    return lat + hit_latency(x, h) if x.on.ring_latency else lat
+
+
+def hit_latency(x: Inputs, h):
+    """The round trip's extra beyond the load latency (``ring_latency``) by where the
+    slot's bytes come from: a load the L2 serves returns sooner than one from DRAM, so
+    with the wave's hit rate h_L2 = ``h`` (``l2_reuse``)
+        extra = (1 - h_L2) * ring_extra_latency_us + h_L2 * hit_extra_latency_us.
+    Fitted on the development data, a hit's extra is 0.17-0.21 us shorter than a miss's
+    on the H100 and the H200 (benchmarks/MODEL_ACCURACY.md, step 30). Off:
+    ring_extra_latency_us, whatever h."""
+    if not x.on.hit_latency:
+        return x.c.ring_extra_latency_us
+    return (1.0 - h) * x.c.ring_extra_latency_us + h * x.c.hit_extra_latency_us
 
 
 def boundary_fill(x: Inputs, a, slots):

@@ -51,6 +51,7 @@ class Switches:
     issue_wait: bool = True
     fixup_batches: bool = True
     k_tail_fill: bool = True
+    hit_latency: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
