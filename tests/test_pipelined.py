@@ -714,15 +714,20 @@ def test_the_direct_epilogue_costs_each_thread_its_accumulators():
     """epilogue_threads adds epilogue_acc_us per accumulator a consumer thread holds: a
     cooperative 128x128 tile and a 64x128 one hold 64 each (two warpgroups, one), a
     ping-pong 128x128 tile 128 (each warpgroup a whole tile); the TMA-store epilogue gains
-    nothing. One wave, not persistent: the epilogue is that one tile's."""
+    nothing. With ``second_warpgroup`` a thread of a CTA of two consumer warpgroups (the
+    cooperative 128-row tile, ping-pong) takes second_warpgroup_factor (measured: 1.19) as
+    long. One wave, not persistent: the epilogue is that one tile's."""
     df = rows(m=[256] * 4, n=[1024] * 4, k=[256] * 4, tile_m=[128, 64, 128, 128], tile_n=[128] * 4,
               schedule=["cooperative", "cooperative", "pingpong", "cooperative"],
               epilogue=["direct", "direct", "direct", "tma"], persistent=[False] * 4)
-    c = W.constants_for(PS, "ws-hopper", "bf16").epilogue_acc_us
-    assert c == pytest.approx(8.0 / GPU.sm_clock_mhz)  # 8 clocks by default
+    consts = W.constants_for(PS, "ws-hopper", "bf16")
+    c, f = consts.epilogue_acc_us, consts.second_warpgroup_factor
+    assert c == pytest.approx(8.0 / GPU.sm_clock_mhz) and f == 1.19  # 8 clocks; the probe's ratio
     on = W.predict(df, PS)["epilogue_us"].to_numpy()
+    one = W.predict(df, PS, second_warpgroup=False)["epilogue_us"].to_numpy()
     off = W.predict(df, PS, epilogue_threads=False)["epilogue_us"].to_numpy()
-    assert on - off == pytest.approx([64 * c, 64 * c, 128 * c, 0.0])
+    assert on - off == pytest.approx([64 * c * f, 64 * c, 128 * c * f, 0.0])
+    assert one - off == pytest.approx([64 * c, 64 * c, 128 * c, 0.0])
 
 
 def test_the_fit_keeps_the_math_rate_under_the_tensor_cores_peak():

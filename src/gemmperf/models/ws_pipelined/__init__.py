@@ -113,6 +113,8 @@ contribution shows):
   256x128) waits two L2 round trips a partial.
 - ``k_tail_fill``: where K is not a multiple of TK, the rows of a tile's last k-block's
   boxes overhang K and join ``boundary_fill``'s zero-filled rows in flight.
+- ``second_warpgroup``: a consumer thread's direct stores take ``second_warpgroup_factor``
+  (measured, 1.19) as long in a CTA of two consumer warpgroups as in one of one.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and

@@ -140,6 +140,11 @@ class PipelinedConstants:
         clocks(8.0), "us", "a consumer thread's direct-epilogue time per fp32 accumulator it holds: converted, "
         "exchanged in its quad, stored 16 bytes per 8 (about 8 clocks of instructions)", 0.0, 0.1,
         rows=direct_epilogue, scales_with="t_epilogue_us")
+    second_warpgroup_factor: float = _const(
+        fixed(1.19), "x", "a consumer thread's direct-epilogue time in a CTA of two consumer warpgroups (ping-pong, "
+        "or a cooperative tile of 128 rows or more) over its time in a CTA of one, the second working or waiting. "
+        "Measured, not fitted (benchmarks/schedule_probe.py --modes, lent H200: 1.62 us per 64 accumulators a "
+        "thread stores in a CTA of 256 threads, 1.93 in one of 384)", 1.0, 2.0, fit=False, rows=direct_epilogue)
     coalesce_distance: float = _const(
         fixed(2.0), "CTAs", "launch-order distance over which simultaneous panel reads merge in L2", 0.1, 64.0)
     one_wg_math_share: float = _const(

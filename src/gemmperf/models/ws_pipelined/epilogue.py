@@ -5,7 +5,8 @@ with its switch (``x.on.<name>``), as in effects.py (the K loop's effects) and k
 The stores of the part of a tile inside C (``partial_stores``), the direct epilogue's
 per-thread work (``epilogue_threads``), C reaching DRAM at its write rate
 (``dram_writes``), the TMA-store epilogue's own cost and its exit (``tma_store``,
-``store_exit``), and ping-pong consumers hiding a tile's epilogue (``pingpong_overlap``).
+``store_exit``), ping-pong consumers hiding a tile's epilogue (``pingpong_overlap``), and
+a second consumer warpgroup slowing a thread's direct stores (``second_warpgroup``).
 compose.epilogue puts them together.
 """
 
@@ -48,10 +49,23 @@ def epilogue_threads(x: Inputs):
     whole tile). A tile one warpgroup holds takes twice the time of the same tile split
     over two, where the store terms see the same bytes. The epilogue-only microbenchmark
     (t_epilogue_us) runs on accumulators that are compile-time zeros, so it need not see
-    this. Off: 0."""
+    this. A CTA of two consumer warpgroups stores slower a thread (``second_warpgroup``).
+    Off: 0."""
     if not x.on.epilogue_threads:
         return 0.0
-    return x.c.epilogue_acc_us * x.accumulators
+    return x.c.epilogue_acc_us * x.accumulators * second_warpgroup(x)
+
+
+def second_warpgroup(x: Inputs):
+    """How much longer a consumer thread's direct stores take in a CTA of two consumer
+    warpgroups (ping-pong, whose second takes the other tiles, or a cooperative tile of
+    128 rows or more, whose two share it) than in one of one (a cooperative 64-row tile):
+    ``second_warpgroup_factor``, measured (benchmarks/schedule_probe.py --modes, lent
+    H200: per 64 accumulators a thread stores, 1.62 us in a CTA of 256 threads, 1.93 us in
+    one of 384, whether the second warpgroup works or waits). Off: 1."""
+    if not x.on.second_warpgroup:
+        return 1.0
+    return np.where((x.schedule == 1) | (x.tile_m >= 128), x.c.second_warpgroup_factor, 1.0)
 
 
 class Writes(NamedTuple):

@@ -52,6 +52,7 @@ class Switches:
     fixup_batches: bool = True
     k_tail_fill: bool = True
     hit_latency: bool = True
+    second_warpgroup: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
