@@ -22,7 +22,6 @@ numpy + cuda-python only.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 CONFIGS = (
@@ -78,15 +77,11 @@ def read(path: str, gpu: str) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(add_help=False)
-    ap.add_argument("--read", default=None)
-    ap.add_argument("--gpu", default=None)
-    known, rest = ap.parse_known_args(argv)
-    if known.read:
-        from probes import DEVELOPMENT_GPU
+    from probes import read_back, run, start
 
-        return read(known.read, known.gpu or DEVELOPMENT_GPU)
-    from probes import run, start
+    code, rest = read_back(argv, read)
+    if code is not None:
+        return code
 
     a, gpu, meas = start(__doc__, rest)
     rows = run(a, gpu, meas, tasks(), lambda t: {"config": label(t), "k": t["k"]})

@@ -2,8 +2,8 @@
 zero_fill_rows, footprint, stream_k, release_first, optimizer_picks, dispatch, schedule)
 share: one run measured as a sweep measures it, the loop over a probe's runs (``run``; ``run_knobs`` where runs turn
 ws-hopper's probe knobs), and their CSV; a plan's runs read back as tasks
-(``read_tasks``); reading a run back beside the fitted model (``read_csv``, ``measured``,
-``predicted``). GPU-side: numpy + cuda-python only; the
+(``read_tasks``); reading a run back beside the fitted model (``read_back``, ``read_csv``,
+``measured``, ``predicted``). GPU-side: numpy + cuda-python only; the
 gemmperf and polars imports are inside the functions, so a probe's task list loads
 without them."""
 
@@ -31,6 +31,17 @@ def start(doc: str, argv=None, flags: dict | None = None):
     args = ap.parse_args(argv)
     gpu = probe(0)
     return args, gpu, Measurer(gpu, max_seconds=1.0)
+
+
+def read_back(argv, read) -> tuple[int | None, list[str]]:
+    """A probe's ``--read CSV [--gpu SLUG]``: (``read(CSV, SLUG)``'s exit code, the SLUG
+    DEVELOPMENT_GPU unless given, and the other arguments) where ``argv`` asks for it,
+    else (None, the other arguments) for the probe's own run."""
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--read", default=None)
+    ap.add_argument("--gpu", default=None)
+    known, rest = ap.parse_known_args(argv)
+    return (read(known.read, known.gpu or DEVELOPMENT_GPU) if known.read else None), rest
 
 
 def measure(meas, gpu, task: dict) -> dict:

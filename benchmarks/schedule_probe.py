@@ -34,7 +34,6 @@ beside the fitted model's predictions (in-sample fit of the shipped data of ``--
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 TILES = ((64, 128), (64, 256), (128, 64), (128, 128))
@@ -111,18 +110,13 @@ def read(path: str, gpu: str) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(add_help=False)
-    ap.add_argument("--read", default=None)
-    ap.add_argument("--gpu", default=None)
-    known, rest = ap.parse_known_args(argv)
-    if known.read:
-        from probes import DEVELOPMENT_GPU
+    from probes import read_back, run, start
 
-        return read(known.read, known.gpu or DEVELOPMENT_GPU)
-    argv = rest
-    from probes import run, start
+    code, rest = read_back(argv, read)
+    if code is not None:
+        return code
 
-    a, gpu, meas = start(__doc__, argv, flags={"modes": "also the empty and epilogue-only kernels (K = 64)",
+    a, gpu, meas = start(__doc__, rest, flags={"modes": "also the empty and epilogue-only kernels (K = 64)",
                                                "grid": "the pairs in multi-row grids, persistent too"})
     runs = grid_tasks() if a.grid else tasks(gpu, a.modes)
     label = lambda t: {"m": t["m"], "n": t["n"], "k": t["k"], "ctas": t["ctas"],  # noqa: E731

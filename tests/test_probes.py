@@ -63,3 +63,20 @@ def test_a_probe_measures_every_run_once_and_writes_them_all(script, tmp_path, m
     assert [float(r["time_us"]) for r in rows] == [101.0 + i for i in range(len(rows))]
     assert list(rows[0])[-5:] == ["status", "time_us", "reason", "clock_start", "clock_end"]
     assert capsys.readouterr().out.count(" ok ") >= len(rows)
+
+
+def test_a_probe_reads_a_run_back_or_runs():
+    """probes.read_back: --read CSV [--gpu SLUG] calls the probe's read (SLUG by default the
+    development GPU) and hands back its code; otherwise no code, the other arguments kept."""
+    probes = load_script(ROOT / "benchmarks" / "probes.py", "probes")
+    seen = []
+
+    def read(path, gpu):
+        seen.append((path, gpu))
+        return 7
+
+    assert probes.read_back(["--read", "run.csv"], read) == (7, [])
+    assert probes.read_back(["--read", "run.csv", "--gpu", "h200-sxm-141gb", "--out", "x"], read) == (7, ["--out", "x"])
+    assert seen == [("run.csv", probes.DEVELOPMENT_GPU), ("run.csv", "h200-sxm-141gb")]
+    assert probes.read_back(["--grid", "--out", "x.csv"], read) == (None, ["--grid", "--out", "x.csv"])
+    assert len(seen) == 2
