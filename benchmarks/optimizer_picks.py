@@ -323,7 +323,7 @@ def summary(rows: list[dict]) -> list[str]:
     for name, v in ape.items():
         if v:
             out.append(f"  {name:<42} {_stats(v)}")
-    out.append(f"\nevery timed run (the model's best region and the sample), absolute error %")
+    out.append("\nevery timed run (the model's best region and the sample), absolute error %")
     for col, v in every.items():
         if v:
             out.append(f"  {col:<42} {_stats(v)}")

@@ -150,8 +150,6 @@ HELDOUT = ("transfer", "transfer + source correction")
 def heldout_transfer(task):
     """The target's rows of one testlist predicted by the transfer, and the corrected
     transfer, of a source fit (constants and correction) that did not see that list."""
-    import polars as pl
-
     from gemmperf.fit.accuracy import fit_all, single_thread_blas
     from gemmperf.fit.transfer import transfer
     from gemmperf.models import ws_pipelined as W
