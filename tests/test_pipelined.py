@@ -15,12 +15,13 @@ from gemmperf.errors import UserError
 from gemmperf.fit import accuracy as A
 from gemmperf.fit import constants as C
 from gemmperf.hardware import CATALOG
+from gemmperf.kernels.families import get_family
 from gemmperf.models import MODELS, predict
 from gemmperf.models import ws_pipelined as W
 from gemmperf.models.ws_pipelined import effects as E
 from gemmperf.models.ws_pipelined import epilogue as EP
 from gemmperf.models.ws_pipelined import kshare as K
-from gemmperf.models.ws_pipelined.inputs import accumulators
+from gemmperf.models.ws_pipelined.inputs import SCHEDULE_CODES, accumulators, consumer_warpgroups
 from gemmperf.params import ParamSet, default_params
 from gemmperf.problem import KernelConfig
 
@@ -728,6 +729,20 @@ def test_the_direct_epilogue_costs_each_thread_its_accumulators():
     off = W.predict(df, PS, epilogue_threads=False)["epilogue_us"].to_numpy()
     assert on - off == pytest.approx([64 * c * f, 64 * c, 128 * c * f, 0.0])
     assert one - off == pytest.approx([64 * c, 64 * c, 128 * c, 0.0])
+
+
+def test_the_model_counts_the_kernels_consumer_warpgroups():
+    """Inputs.consumer_warpgroups (second_warpgroup's rule) and Inputs.accumulators follow
+    the kernel as it is launched: WsHopper's warpgroups and the rows each holds."""
+    hopper = get_family("ws-hopper")
+    for tile_m in (64, 128, 256):
+        for tile_n in (64, 128, 256):
+            for schedule, code in SCHEDULE_CODES.items():
+                cfg = KernelConfig("ws-hopper", "bf16", tile_m, tile_n, 64, 4, schedule=schedule)
+                wg = consumer_warpgroups(np.array([tile_m]), np.array([code]))[0]
+                acc = accumulators(np.array([tile_m]), np.array([tile_n]), np.array([code]))[0]
+                assert wg == hopper.consumer_warpgroups(cfg), (tile_m, schedule)
+                assert acc == hopper.warpgroup_rows(cfg) * tile_n / 128, (tile_m, tile_n, schedule)
 
 
 def test_the_fit_keeps_the_math_rate_under_the_tensor_cores_peak():

@@ -49,7 +49,7 @@ def epilogue_threads(x: Inputs):
     whole tile). A tile one warpgroup holds takes twice the time of the same tile split
     over two, where the store terms see the same bytes. The epilogue-only microbenchmark
     (t_epilogue_us) runs on accumulators that are compile-time zeros, so it need not see
-    this. A CTA of two consumer warpgroups stores slower a thread (``second_warpgroup``).
+    this. A thread in a CTA of two consumer warpgroups stores more slowly (``second_warpgroup``).
     Off: 0."""
     if not x.on.epilogue_threads:
         return 0.0
@@ -65,7 +65,7 @@ def second_warpgroup(x: Inputs):
     one of 384, whether the second warpgroup works or waits). Off: 1."""
     if not x.on.second_warpgroup:
         return 1.0
-    return np.where((x.schedule == 1) | (x.tile_m >= 128), x.c.second_warpgroup_factor, 1.0)
+    return np.where(x.consumer_warpgroups == 2, x.c.second_warpgroup_factor, 1.0)
 
 
 class Writes(NamedTuple):

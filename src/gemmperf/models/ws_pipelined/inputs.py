@@ -74,10 +74,17 @@ EPILOGUE_CODES = {"direct": 0, "tma": 1}
 SCHEDULE_CODES = {"cooperative": 0, "pingpong": 1}
 
 
+def consumer_warpgroups(tile_m, schedule):
+    """``Inputs.consumer_warpgroups`` of arrays (schedule 1: ping-pong), as the kernel
+    launches them (kernels/hopper.py, ``WsHopper.consumer_warpgroups``)."""
+    return np.where((schedule == 1) | (tile_m >= 128), 2, 1)
+
+
 def accumulators(tile_m, tile_n, schedule):
-    """``Inputs.accumulators`` of arrays (schedule 1: ping-pong)."""
-    wg_rows = np.where((schedule == 1) | (tile_m < 128), tile_m, tile_m / 2.0)
-    return wg_rows * tile_n / 128.0
+    """``Inputs.accumulators`` of arrays (schedule 1: ping-pong): a cooperative tile's
+    rows are shared by its consumer warpgroups, a ping-pong warpgroup holds a whole tile."""
+    sharing = np.where(schedule == 1, 1, consumer_warpgroups(tile_m, schedule))
+    return tile_m / sharing * tile_n / 128.0
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,13 @@ class Inputs:
     @property
     def shape(self) -> tuple[int, ...]:
         return np.shape(self.m)
+
+    @property
+    def consumer_warpgroups(self) -> np.ndarray:
+        """Consumer warpgroups in a CTA: two for ping-pong (each takes whole tiles in turn)
+        and for a cooperative tile of 128 rows or more (the two share it), one for a
+        cooperative 64-row tile."""
+        return consumer_warpgroups(self.tile_m, self.schedule)
 
     @property
     def accumulators(self) -> np.ndarray:
