@@ -55,12 +55,18 @@ without ``split_row_latency``.
         [--schedules | --wide | --ctas | --boxes | --columns | --release | --rate | --pitch] [--modes]
     python benchmarks/ring_depth_probe.py --predict probe.csv [--gpu h200-sxm-141gb]
         [--schedules | --wide | --ctas | --boxes | --columns | --release | --pitch] [--modes]
+    python benchmarks/ring_depth_probe.py --compare A.csv B.csv
+
+``--compare`` reads two runs of the same selection (two GPUs, say; no GPU needed) and
+prints each verified run's time in B over its time in A, the stages across.
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from probes import DEVELOPMENT_GPU
 
@@ -248,9 +254,55 @@ def pitch_ratios(full: list, gpu: str = DEVELOPMENT_GPU) -> list[str]:
     return out
 
 
+RUN_COLUMNS = ("status", "time_us", "reason", "clock_start", "clock_end")  # what a run measured, not its label
+
+
+def compare(path_a, path_b) -> list[str]:
+    """The runs two probe CSVs of the same selection both verified (on two GPUs, say): the
+    time in ``path_b`` over the time in ``path_a``, one line a ring (tile, CTAs, cluster,
+    schedule, mode), the stages across, then the median by CTAs and stages. Raises
+    ValueError where their columns differ or they share no verified run."""
+    from probes import measured, read_csv
+
+    rows_a, rows_b = read_csv(path_a), read_csv(path_b)
+    labels = tuple(c for c in (rows_a[0] if rows_a else {}) if c not in RUN_COLUMNS)
+    if not rows_b or set(labels) != {c for c in rows_b[0] if c not in RUN_COLUMNS}:
+        raise ValueError(f"{path_a} and {path_b} are not runs of the same selection (their columns differ)")
+    a, b = measured(rows_a, labels), measured(rows_b, labels)
+    both = [key for key in a if key in b]
+    if not both:
+        raise ValueError(f"{path_a} and {path_b} share no verified run")
+    at = {c: i for i, c in enumerate(labels)}
+    ring = [c for c in ("tile", "ctas", "cluster", "schedule", "mode") if c in at]
+    ratio = {key: b[key] / a[key] for key in both}
+    out = [f"time in {Path(path_b).name} over {Path(path_a).name}; {' '.join(ring)}, then stages: ratio"]
+    for name in dict.fromkeys(tuple(key[at[c]] for c in ring) for key in both):
+        runs = [key for key in both if tuple(key[at[c]] for c in ring) == name]
+        out.append(" ".join(name) + "  " + " / ".join(f"{key[at['stages']]}: {ratio[key]:.3f}" for key in runs))
+    out.append("median by CTAs and stages (runs): " + ", ".join(
+        f"{ctas} CTAs {stages} stages {statistics.median(r):.3f} ({len(r)})"
+        for (ctas, stages), r in _by(both, ratio, at).items()))
+    return out
+
+
+def _by(keys, ratio, at) -> dict[tuple[int, int], list[float]]:
+    groups: dict[tuple[int, int], list[float]] = {}
+    for key in sorted(keys, key=lambda k: (int(k[at["ctas"]]), int(k[at["stages"]]))):
+        groups.setdefault((int(key[at["ctas"]]), int(key[at["stages"]])), []).append(ratio[key])
+    return groups
+
+
 def main(argv=None) -> int:
     if argv is None:
         argv = sys.argv[1:]
+    if argv and argv[0] == "--compare":
+        if len(argv) != 3:
+            raise SystemExit("usage: ring_depth_probe.py --compare A.csv B.csv")
+        try:
+            print("\n".join(compare(argv[1], argv[2])))
+        except (OSError, ValueError) as err:
+            raise SystemExit(f"ring_depth_probe.py --compare: {err}") from None
+        return 0
     usage = (f"usage: ring_depth_probe.py --predict probe.csv [--gpu SLUG] [{' | '.join('--' + f for f in FLAGS)}]"
              " [--modes]")
     if "--predict" in argv:

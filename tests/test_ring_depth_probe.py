@@ -182,6 +182,36 @@ def test_the_h200s_schedule_run_pays_the_h100s_cluster_cost_in_the_ring():
             assert 0.90 < h200[pair] / h100[pair] < 1.03, (tile, stages)
 
 
+RATES = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_rate_{}_2026-11-27.csv"
+
+
+def test_compare_finds_the_h200s_round_trip_longer_than_the_h100s(tmp_path):
+    """--compare on the two GPUs' --rate runs (load-only rings, both verified): a ring of
+    128x64 slots, latency-bound at 2-3 stages, takes 1.06-1.09x as long on the H200 as
+    on the H100 at the same 1980 MHz (its loaded round trip from DRAM is longer), where
+    the 48 KB slots of 128x256 and 256x128, whose transfer binds, take 0.90-1.02x. Two
+    files that share no verified run are refused with one line."""
+    probe = load_script(ROOT / "benchmarks" / "ring_depth_probe.py")
+    lines = probe.compare(str(RATES).format("h100"), str(RATES).format("h200"))
+    assert lines[0].startswith("time in ring_depth_rate_h200_2026-11-27.csv over ring_depth_rate_h100")
+    rings = {" ".join(line.split()[:2]): dict(part.split(": ") for part in line.split("  ")[1].split(" / "))
+             for line in lines[1:-1]}
+    assert len(rings) == 8 and lines[-1].startswith("median by CTAs and stages (runs): 1 CTAs 2 stages")
+    for ctas in ("1", "8"):
+        assert all(1.06 < float(rings[f"128x64 {ctas}"][s]) < 1.09 for s in ("2", "3"))
+        for tile in ("128x256", "256x128"):
+            assert all(0.90 < float(r) < 1.02 for r in rings[f"{tile} {ctas}"].values())
+    with open(str(RATES).format("h100")) as f:
+        header = f.readline()
+    other = tmp_path / "other.csv"
+    other.write_text(header + "64x64,1,1x1,cooperative,load-only,64,64,2,ok,1.0,,1980.0,1980.0\n")
+    with pytest.raises(ValueError, match="share no verified run"):
+        probe.compare(str(RATES).format("h100"), str(other))
+    other.write_text("tile,ctas,stages,status,time_us\n64x64,1,2,ok,1.0\n")
+    with pytest.raises(ValueError, match="not runs of the same selection"):
+        probe.compare(str(RATES).format("h100"), str(other))
+
+
 CTAS = ROOT / "benchmarks" / "results" / "ring_depth_probe" / "ring_depth_ctas_modes_h100_2026-11-27.csv"
 
 
