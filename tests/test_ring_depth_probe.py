@@ -152,8 +152,9 @@ def test_the_h200s_schedule_run_pays_the_h100s_cluster_cost_in_the_ring():
     """The same --schedules runs on a lent H200 (2026-11-29), every one verified: with 32
     CTAs (latency-bound rings) a cluster's k-block over the same ring's without one is the
     H100's within 7% at every depth and within 2% over each cluster shape's 24 rings (the
-    lockstep is the SM's and the ring's, not the memory's), while at 132 CTAs the H200's unclustered rings, bound by DRAM, run faster
-    (0.70-0.80x the H100's at four stages and deeper) and a 2x2 cluster's two waves do not."""
+    lockstep is the SM's and the ring's, not the memory's), while at 132 CTAs the H200's
+    unclustered rings, bound by DRAM, run faster (0.70-0.80x the H100's at four stages and
+    deeper) and a 2x2 cluster's two waves do not."""
     def table(path):
         with open(path) as f:
             rows = list(csv.DictReader(f))
