@@ -1,0 +1,73 @@
+"""The sealed list's measurements and the rows a kernel fix set aside: present, tracked,
+and the sweep's plan exactly. Only the configuration columns and the status are read,
+never a time (the sealed list is scored once, by benchmarks/accuracy_protocol.py --sealed)."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gemmperf.bench.collect import SAMPLE_SEED, tasks_for
+from gemmperf.hardware import get_gpu
+from gemmperf.problem import read_testlist
+
+REPO = Path(__file__).resolve().parent.parent
+GPUS = ("h100-sxm5-80gb", "h200-sxm-141gb")
+KEY = ("m", "n", "k", "family", "dtype", "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n",
+       "persistent", "raster", "epilogue", "schedule", "group_m", "split_k", "stream_k")
+# configurations a shape in reference_sweep.PLAN's sealed entries
+SEALED_COUNT = {"bf16": 16, "fp8": 8}
+
+
+def _rows(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _key(row: dict) -> tuple:
+    return tuple(str(row[c]).lower() for c in KEY)
+
+
+def _set_aside(slug: str, dtype: str) -> list[dict]:
+    """The sealed rows of ``slug`` that benchmarks/remeasure.py --supersede moved out."""
+    path = REPO / "results" / slug / "superseded" / f"sealed+{dtype}+sealed.csv"
+    return _rows(path) if path.is_file() else []
+
+
+@pytest.mark.parametrize("slug", GPUS)
+@pytest.mark.parametrize("dtype", sorted(SEALED_COUNT))
+def test_each_gpus_sealed_list_is_the_sweeps_plan_every_row_verified(slug, dtype):
+    rows = _rows(REPO / "results" / slug / "sealed" / dtype / "sealed.csv")
+    assert rows and {r["status"] for r in rows} == {"ok"} and {r["gpu"] for r in rows} == {slug}
+    planned = tasks_for(read_testlist(REPO / "testlists" / "sealed.csv", dtype), get_gpu(slug), ["ws-hopper"],
+                        dtype, "sample", (SEALED_COUNT[dtype], SAMPLE_SEED))
+    measured = [_key(r) for r in rows + _set_aside(slug, dtype)]
+    assert len(measured) == len(set(measured)) == len(planned)
+    assert set(measured) == {_key({**t, "dtype": dtype}) for t in planned}
+
+
+def test_the_h100s_stale_split_k_rows_wait_for_an_h100():
+    """The ten H100 rows of the old split-K fix-up (remeasure.py's STALE), one per table
+    but two of random; none of them is still in a table a fit reads."""
+    folder = REPO / "results" / "h100-sxm5-80gb" / "superseded"
+    counts = {p.name: len(_rows(p)) for p in folder.glob("*.csv")}
+    assert sum(counts.values()) == 10 and counts["shipped+measurements+random.csv"] == 2
+    for name in counts:
+        table = REPO / "results" / "h100-sxm5-80gb" / Path(*name.split("+"))
+        kept = {_key(r) for r in _rows(table)}
+        assert not kept & {_key(r) for r in _rows(folder / name)}, name
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(), reason="not a git checkout")
+def test_held_out_and_set_aside_rows_are_not_ignored_by_git():
+    """results/<gpu>/* is ignored but for the data a clone needs: a sealed table or a set-aside
+    row written by a script must be committable (it once was not, and a clone lacked it)."""
+    paths = [f"results/{slug}/{folder}/x.csv" for slug in GPUS for folder in ("sealed/fp8", "superseded", "shipped")]
+    run = subprocess.run(["git", "check-ignore", *paths], cwd=REPO, capture_output=True, text=True)
+    assert run.returncode == 1 and not run.stdout, run.stdout  # 1: none of them is ignored
+    run = subprocess.run(["git", "check-ignore", f"results/{GPUS[0]}/cache/x.csv"], cwd=REPO, capture_output=True)
+    assert run.returncode == 0  # the generated rest still is
