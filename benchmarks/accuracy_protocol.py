@@ -71,6 +71,22 @@ def verdict(summary) -> None:
                   f"{overall[r['model']]:.1f}%")
 
 
+def libraries() -> str:
+    """Python's and the fitting libraries' versions: the boosted trees and the fits are
+    deterministic for one set of them, not across versions (a rerun's figures can differ
+    in the third digit)."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = [f"python {platform.python_version()}"]
+    for name in ("numpy", "scipy", "scikit-learn", "polars", "nvidia-matmul-heuristics"):
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} absent")
+    return ", ".join(found)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--gpu", default="h100-sxm5-80gb")
@@ -99,6 +115,7 @@ def main(argv=None) -> int:
     print(f"development: {dev.height} ws-hopper rows, {dev.get_column('shape').n_unique()} shapes, "
           f"{dev.get_column('nk').n_unique()} weight matrices, testlists "
           + ", ".join(f"{t} {n}" for t, n in dev.group_by("testlist").len().sort("testlist").iter_rows()))
+    print(f"libraries: {libraries()}")
     out = Path(args.out) if args.out else None
     if out:
         out.mkdir(parents=True, exist_ok=True)
