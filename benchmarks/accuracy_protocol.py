@@ -72,9 +72,9 @@ def verdict(summary) -> None:
 
 
 def libraries() -> str:
-    """Python's and the fitting libraries' versions: the boosted trees and the fits are
-    deterministic for one set of them, not across versions (a rerun's figures can differ
-    in the third digit)."""
+    """Python's and the fitting libraries' versions, printed with the figures: a run repeats
+    itself exactly here, yet a rerun on another day's installation once differed in the
+    third digit (MODEL_ACCURACY.md, thirty-seventh session) and its versions were unknown."""
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
