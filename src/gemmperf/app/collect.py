@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 
 from ..bench.collect import KERNEL_DTYPES, PRESETS, SAMPLE_COUNT, SAMPLE_SEED, STANDIN_ENV, dtype_skips, run_collect
+from ..bench.device import card_identity
 from ..bench.journal import RETRIED
 from ..errors import UserError
 from ..problem import FAMILIES
@@ -67,6 +70,9 @@ def cmd_collect(a) -> int:
         raise UserError(f"--limit {a.limit}: expected 0 (no limit) or a positive count")
     for family, why in dtype_skips(gpu, families, a.dtype).items():
         print(f"collect: skipping {family}: {why}", file=sys.stderr)
+    card = None if os.environ.get(STANDIN_ENV, "").strip() else card_identity()
+    if card:  # the rows' timestamps then say which card measured them
+        print(f"collect: measuring on {gpu.name} {card} from {time.strftime('%Y-%m-%dT%H:%M:%S')}", flush=True)
     counts, n_tasks, written = run_collect(
         gpu, a.testlist, a.out, families, a.dtype, a.preset, parse_shard(a.shard), warm_l2=a.warm_l2,
         rel_spread=a.rel_spread, max_seconds=a.max_seconds, timeout_s=a.timeout, limit=a.limit,

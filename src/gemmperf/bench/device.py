@@ -41,6 +41,30 @@ def sm_clock_mhz(index: int = 0) -> float | None:
     return None
 
 
+def card_identity(index: int = 0) -> str | None:
+    """Which physical card this is: "GPU-<uuid>, serial <n>" through NVML or nvidia-smi;
+    None where neither answers. Lent machines hand out different cards of one model, and
+    two runs of the same configurations differ more than one process repeats itself
+    (benchmarks/results/repeat/; whether by card was not separated), so a sweep's log
+    names its card."""
+    try:
+        pynvml, handle = _nvml_handle(index)
+        uuid, serial = pynvml.nvmlDeviceGetUUID(handle), pynvml.nvmlDeviceGetSerial(handle)
+        text = lambda v: v.decode() if isinstance(v, bytes) else str(v)  # noqa: E731
+        return f"{text(uuid)}, serial {text(serial)}"
+    except Exception:
+        pass
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", f"--id={index}", "--query-gpu=uuid,serial", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=10).stdout.strip()
+            uuid, serial = (f.strip() for f in out.splitlines()[0].split(","))
+            return f"{uuid}, serial {serial}"
+        except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+            return None
+    return None
+
+
 def nvidia_driver() -> str | None:
     """The NVIDIA driver version (e.g. 580.159.04), through NVML or nvidia-smi."""
     try:
