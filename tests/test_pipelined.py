@@ -33,6 +33,11 @@ def rows(**cols):
     return pl.DataFrame(cols)
 
 
+def boost(out: pl.DataFrame) -> np.ndarray:
+    """Predicted time at the boost clock: the sum of the terms less the power cap's clock drop."""
+    return (out["predicted_us"] - out["power_us"]).to_numpy()
+
+
 def pred(df, **flags):
     return W.predict(df, PS, **flags).get_column("predicted_us").to_numpy()
 
@@ -48,7 +53,8 @@ def test_registered_and_columns():
     out = predict(rows(m=[4096], n=[4096], k=[4096]), PS, "ws-pipelined")
     for c in ("predicted_us", "limiter", "fill_us", "mainloop_us", "epilogue_us", "l2_hit_rate_est", "padding_waste"):
         assert c in out.columns
-    parts = out.select(pl.sum_horizontal("init_us", "fill_us", "mainloop_us", "epilogue_us", "overhead_us")).item()
+    parts = out.select(pl.sum_horizontal("init_us", "fill_us", "mainloop_us", "epilogue_us", "overhead_us",
+                                         "power_us")).item()
     assert parts == pytest.approx(out["predicted_us"][0])
     with pytest.raises(UserError, match="unknown effect"):
         W.predict(rows(m=[64], n=[64], k=[64]), PS, caching=False)
@@ -475,7 +481,8 @@ def test_clusters_start_and_leave_together_once_per_wave():
             times = 1 if persistent else on["waves"][0]
             assert times == 1 if persistent else times > 8
             assert on["overhead_us"][0] - off["overhead_us"][0] == pytest.approx(sync * times)
-            assert on["predicted_us"][0] - off["predicted_us"][0] == pytest.approx(sync * times)
+            # at the boost clock: the power cap's clock drop (power_clock) stretches the sum
+            assert boost(on)[0] - boost(off)[0] == pytest.approx(sync * times)
         single = _big(persistent=persistent, raster=raster)
         assert W.predict(single, PS)["predicted_us"][0] == W.predict(single, PS, cluster_sync=False)["predicted_us"][0]
     # the fit moves it only on clustered rows
@@ -514,7 +521,7 @@ def test_split_k_makes_items_of_shorter_k_loops_and_pays_their_fixup():
     red = out["reduction_us"].to_list()
     assert red[0] == 0.0 and 0 < red[1] < red[2] < red[3]  # Sk partials read back per tile
     parts = out.select(pl.sum_horizontal("init_us", "fill_us", "mainloop_us", "epilogue_us", "reduction_us",
-                                         "overhead_us")).to_series().to_list()
+                                         "overhead_us", "power_us")).to_series().to_list()
     assert parts == pytest.approx(out["predicted_us"].to_list(), rel=1e-12)
     # the decode GEMM is bound by 32 CTAs' load paths: more CTAs in flight pay, the fix-up
     # is one row of fp32 partials (rows < M only); a square with many tiles does not pay
@@ -922,7 +929,7 @@ def test_a_non_persistent_tma_store_wave_waits_for_its_staging_to_drain_before_i
     on, off = W.predict(df, PS), W.predict(df, PS, store_exit=False)
     assert on["waves"][0] == 4
     drain = 128 * 128 * 2 / c.store_bytes_per_us
-    assert on["predicted_us"][0] - off["predicted_us"][0] == pytest.approx(3 * drain, rel=1e-9)
+    assert boost(on)[0] - boost(off)[0] == pytest.approx(3 * drain, rel=1e-9)
     assert on["epilogue_us"][0] - off["epilogue_us"][0] == pytest.approx(3 * drain, rel=1e-9)
     assert on.row(1) == off.row(1) and on.row(2) == off.row(2)
 
@@ -1072,3 +1079,28 @@ def test_the_rows_of_a_last_k_block_that_overhangs_k_join_the_zero_filled_rows()
     on, off = W.predict(df, PS), W.predict(df, PS, k_tail_fill=False)
     assert on["predicted_us"][0] > off["predicted_us"][0]
     assert on.row(1) == off.row(1)
+
+
+def test_power_clock_stretches_long_busy_runs_only():
+    """power_clock adds drop * Tb * (1 - exp(-Tb / tau)), Tb the padded tiles' flops over the
+    GPU's multiply rate: nothing a decode GEMM of some us would notice, a share of a long
+    busy run, more for tiles that waste more multiplies, and the same at every ring depth
+    (the optimizer's split time = A + K(B) relies on it). Off, nothing but the term changes."""
+    c = W.default_constants(GPU)
+    df = pl.concat([rows(m=[1], n=[4096], k=[4096], tile_m=[64], tile_n=[64]),
+                    rows(m=[16384], n=[16384], k=[16384], tile_m=[128], tile_n=[256]),
+                    rows(m=[16000], n=[16000], k=[16384], tile_m=[128], tile_n=[256])], how="diagonal_relaxed")
+    on, off = W.predict(df, PS), W.predict(df, PS, power_clock=False)
+    assert (off["power_us"].to_numpy() == 0).all()
+    assert boost(on) == pytest.approx(off["predicted_us"].to_numpy(), rel=1e-12)
+    pw, t0 = on["power_us"].to_numpy(), off["predicted_us"].to_numpy()
+    assert pw[0] < 1e-3 * t0[0]  # some us: the limiter has not acted
+    rate = PS.get("ws-hopper", "bf16").math_flops_per_us * GPU.sms
+    busy = 2.0 * 16384 ** 3 / rate
+    assert pw[1] == pytest.approx(c.power_clock_drop * busy * (1 - math.exp(-busy / c.power_time_constant_us)))
+    assert 0.01 < pw[1] / t0[1] < c.power_clock_drop  # a share of the run, never more than the drop
+    padded = 2.0 * (125 * 128) * (63 * 256) * 16384 / rate  # 16000 = 125 x 128 rows, 62.5 -> 63 tiles of 256
+    assert pw[2] == pytest.approx(c.power_clock_drop * padded * (1 - math.exp(-padded / c.power_time_constant_us)))
+    depths = W.predict(pl.concat([rows(m=[8192], n=[8192], k=[8192], stages=[b]) for b in (2, 4, 7)],
+                                 how="diagonal_relaxed"), PS)
+    assert depths["power_us"].n_unique() == 1 and depths["power_us"][0] > 0

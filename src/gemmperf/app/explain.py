@@ -31,7 +31,7 @@ ELEMENT_TYPES = {"fp8": "e4m3"}
 # ws-pipelined's (and ws-stage's) terms of the kernel time, in words
 TERMS = (("mainloop_us", "main loop"), ("epilogue_us", "epilogue"), ("fill_us", "exposed prologue fill"),
          ("reduction_us", "partial-tile reduction (split-K, stream-K)"), ("overhead_us", "per-wave overhead"),
-         ("init_us", "launch"))
+         ("power_us", "the power cap's clock drop (long, busy runs)"), ("init_us", "launch"))
 
 
 def dtype_words(dtype: str) -> str:

@@ -138,6 +138,8 @@ S the k-blocks of an item):
   stream-K (one wave of Wc workers, S = I): the persistent t, plus for a worker's n_seg
   tile segments (n_seg - 1)*(Tc - Pk + max(fill - E, 0) + tile_overhead_us), the
   epilogues beyond the first and its partials' fix-up (kshare.stream_k_fixup).
+  every kernel: the power cap's clock drop on its tensor cores' busy time Tb
+  (effects.power_clock), power_clock_drop * Tb * (1 - exp(-Tb / power_time_constant_us)).
 
 Constants beyond ``params.PARAM_NAMES`` (``CONSTANTS``) are the fields of
 ``PipelinedConstants`` (units, meaning and plausible range in its field metadata):
@@ -149,7 +151,8 @@ ring's round trip over its free slots), "epilogue" (E exceeds the loop), "writes
 for the DRAM writes of C it waits on, dram_writes' backlog).
 Columns: predicted_us, limiter, init_us, fill_us, mainloop_us, epilogue_us,
 reduction_us (split-K's and stream-K's partial writes, arrivals and fix-up reads),
-overhead_us (predicted_us is their sum), full_periods and last_periods (the K loops'
+overhead_us, power_us (the power cap's clock drop on a long run; predicted_us is their sum),
+full_periods and last_periods (the K loops'
 steady periods on the critical path, of the full waves and of the last one), ring_us
 (their time: the part of the main loop the ring depth B changes),
 stage_load_us, stage_math_us, stage_smem_us, stage_period_us (first wave),

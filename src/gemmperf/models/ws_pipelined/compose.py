@@ -235,6 +235,8 @@ def evaluate(*, model_options: dict | None = None, grid: Grid | None = None, **n
     ring = pad.work_scale * (terms["full_periods"] * full.period + terms["last_periods"] * last.period)
     total = terms["init_us"] + terms["fill_us"] + terms["mainloop_us"] + terms["epilogue_us"] + terms["overhead_us"]
     total = np.where(terms["reduction_us"] > 0, total + terms["reduction_us"], total)
+    terms["power_us"] = E.power_clock(x)
+    total = total + terms["power_us"]
     columns = {
         "predicted_us": total,
         "limiter": limiter(x, first, t_c, t_math, t_smem),

@@ -184,6 +184,14 @@ class PipelinedConstants:
         "0.18-0.27 us a partial more than split-K's, 440 clocks on the mean; fitted on the few stream-K rows of "
         "one fold it ran to 0.72 us)", 0.0, 1.0, fit=False, rows=streamed)
 
+    power_clock_drop: float = _const(
+        fixed(0.2), "us/us", "what each us of the tensor cores' busy time adds once the power limiter has acted: "
+        "the share of the SM clock the cap takes from a run of heavy multiplies (benchmarks/power_probe.py: the "
+        "fastest tilings keep 0.84-0.91 of their clock on the H100 at 700 W)", 0.0, 0.6)
+    power_time_constant_us: float = _const(
+        fixed(1.0e4), "us", "the tensor cores' busy time after which the power limiter has brought the SM clock to "
+        "what the cap sustains (benchmarks/power_probe.py: within the first 50 ms window)", 1e2, 1e6)
+
     @classmethod
     def defaults(cls, gpu: GPU) -> PipelinedConstants:
         """Values derived from the GPU descriptor alone, before any fit."""

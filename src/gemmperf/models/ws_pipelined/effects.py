@@ -332,6 +332,23 @@ def cluster_sync(x: Inputs, waves):
     return np.where(clustered, x.c.cluster_sync_us * np.where(x.persistent, 1, waves), 0.0)
 
 
+def power_clock(x: Inputs):
+    """What the power cap's clock drop adds to a kernel: its tensor cores' busy time at the
+    boost clock, Tb = the padded tiles' flops / (math_flops_per_us * SMs), stretched by the
+    share of the clock the cap takes once the power limiter has acted:
+        power_clock_drop * Tb * (1 - exp(-Tb / power_time_constant_us))
+    A run of heavy tensor-core work reaches the card's power cap and the SM clock falls
+    (benchmarks/power_probe.py: every heavy configuration at the cap within 50 ms, the
+    fastest tilings keeping 0.84-0.91 of their clock on the H100); a kernel of some us, or
+    one that waits on memory, finishes before its multiplies have drawn that energy. Tb
+    does not depend on the ring depth, so neither does this term (the optimizer's split
+    time = A + K(B) holds).    Off: 0."""
+    if not x.on.power_clock:
+        return np.zeros(x.shape)
+    busy = 2.0 * x.m * x.n * x.k / x.grid.useful / (x.math_flops_per_us * x.sms)
+    return x.c.power_clock_drop * busy * -np.expm1(-busy / x.c.power_time_constant_us)
+
+
 class Padding(NamedTuple):
     loaded: np.ndarray | float  # share of the requested box bytes TMA moves
     work_scale: np.ndarray | float  # factor on fill and K loop

@@ -53,6 +53,7 @@ class Switches:
     k_tail_fill: bool = True
     hit_latency: bool = True
     second_warpgroup: bool = True
+    power_clock: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
