@@ -97,6 +97,35 @@ def test_exit_status_passes_through_and_sigterm_frees_the_slot(tmp_path):
     assert not list(slots.rglob("owner"))
 
 
+def handles_sigterm(pid: int, timeout_s: float = 30.0) -> None:
+    """Wait until process ``pid`` has its own SIGTERM handler (Linux: SigCgt of /proc/pid/status)."""
+    status = Path(f"/proc/{pid}/status")
+    if not status.exists():
+        pytest.skip("no /proc to tell when the job's handler is in place")
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        caught = next(line for line in status.read_text().splitlines() if line.startswith("SigCgt:"))
+        if int(caught.split()[1], 16) >> (signal.SIGTERM - 1) & 1:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} never caught SIGTERM")
+
+
+def test_a_job_cancelled_while_it_waits_for_a_slot_stops_waiting(tmp_path):
+    """SIGTERM while every GPU is taken: the job ends at once (no slot, no command run);
+    the slot someone else holds stays theirs. Its handlers are in place before it claims,
+    which also closes the moment between claiming a slot and being able to free it."""
+    slots, ran = tmp_path / "slots", tmp_path / "ran"
+    held = gpuslot.try_claim(["7"], slots)  # this (live) process owns GPU 7
+    proc = subprocess.Popen(slot_cmd(slots, "7", sys.executable, "-c", f"open({str(ran)!r}, 'w')"),
+                            stderr=subprocess.PIPE, text=True)
+    handles_sigterm(proc.pid)  # started, waiting for the slot
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 128 + signal.SIGTERM
+    assert not ran.exists() and (held.path / "owner").exists()
+    held.release()
+
+
 def test_no_command_is_one_clear_error(tmp_path):
     run = subprocess.run(slot_cmd(tmp_path, "0"), capture_output=True, text=True)
     assert run.returncode == 2 and "no command" in run.stderr and "Traceback" not in run.stderr

@@ -121,12 +121,14 @@ def try_claim(pool: list[str], slots: str | Path, pid: int | None = None) -> Slo
     return None
 
 
-def claim(pool: list[str], slots: str | Path, timeout_s: float = 0.0, poll_s: float = 0.2) -> Slot:
-    """Wait until a device of ``pool`` is free and claim it (timeout 0: wait forever)."""
+def claim(pool: list[str], slots: str | Path, timeout_s: float = 0.0, poll_s: float = 0.2,
+          stop=lambda: False) -> Slot | None:
+    """Wait until a device of ``pool`` is free and claim it (timeout 0: wait forever);
+    None as soon as ``stop()`` is true (the job was cancelled while it waited)."""
     if not pool:
         raise UserError("gpu-slot: no GPU in the pool (set GEMMPERF_GPUS or CUDA_VISIBLE_DEVICES)")
     start = time.monotonic()
-    while True:
+    while not stop():
         slot = try_claim(pool, slots)
         if slot is not None:
             return slot
@@ -136,9 +138,9 @@ def claim(pool: list[str], slots: str | Path, timeout_s: float = 0.0, poll_s: fl
 
 
 def run_on_slot(cmd: list[str], pool: list[str], slots: str | Path, timeout_s: float = 0.0) -> int:
-    """Run ``cmd`` on one claimed device; returns its exit status."""
-    slot = claim(pool, slots, timeout_s)
-    child, cancelled = None, []
+    """Run ``cmd`` on one claimed device; returns its exit status. The signal handlers are
+    in place before the slot is claimed, so a job cancelled at any moment frees its slot."""
+    slot, child, cancelled = None, None, []
 
     def forward(signum, _frame):  # Snakemake cancels jobs with SIGTERM
         cancelled.append(signum)
@@ -147,6 +149,9 @@ def run_on_slot(cmd: list[str], pool: list[str], slots: str | Path, timeout_s: f
 
     old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
+        slot = claim(pool, slots, timeout_s, stop=lambda: bool(cancelled))
+        if slot is None:
+            return 128 + cancelled[0]
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": slot.device}
         print(f"gpu-slot: {' '.join(cmd[:4])} ... on GPU {slot.device} "
               f"(pool {','.join(pool)}, host {socket.gethostname()})", file=sys.stderr, flush=True)
@@ -163,7 +168,8 @@ def run_on_slot(cmd: list[str], pool: list[str], slots: str | Path, timeout_s: f
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-        slot.release()
+        if slot is not None:
+            slot.release()
 
 
 def add_parsers(sub) -> None:
