@@ -75,11 +75,14 @@ FAMILY = "ws-hopper"
 # 2026-11-28 ~21:15 UTC after the answer band's form was chosen (the band is scored on it
 # once: --band), planned for the H200 only (no H100 was lent that session); "fresh2" and
 # "fresh3" drawn on 2026-11-29 ~02:15 UTC, with the answer band and the model as they were
-# (step 24), to score that band once more, then to widen it
-SETS = {"dev": 20261128, "heldout": 20261129, "fresh": 20261130, "fresh2": 20261201, "fresh3": 20261202}
+# (step 24), to score that band once more, then to widen it; "fresh4" and "fresh5" drawn
+# on 2026-12-03 ~11:00 UTC with the model at step 32, to score the answer, its time and
+# the band where nothing after step 26 was looked at
+SETS = {"dev": 20261128, "heldout": 20261129, "fresh": 20261130, "fresh2": 20261201, "fresh3": 20261202,
+        "fresh4": 20261203, "fresh5": 20261204}
 # the sets in the order drawn, those drawn together in one draw: --band scores each draw by
 # the band of the draws before it (what a user had when its shapes came)
-DRAWS = (("dev",), ("heldout",), ("fresh",), ("fresh2", "fresh3"))
+DRAWS = (("dev",), ("heldout",), ("fresh",), ("fresh2", "fresh3"), ("fresh4", "fresh5"))
 COUNT = 40
 TOP = 8  # the shortlist timed per shape (--top 8)
 CORRECTED_TOP = 4
