@@ -189,8 +189,9 @@ class PipelinedConstants:
         "the share of the SM clock the cap takes from a run of heavy multiplies (benchmarks/power_probe.py: the "
         "fastest tilings keep 0.84-0.91 of their clock on the H100 at 700 W)", 0.0, 0.6)
     power_time_constant_us: float = _const(
-        fixed(1.0e4), "us", "the tensor cores' busy time after which the power limiter has brought the SM clock to "
-        "what the cap sustains (benchmarks/power_probe.py: within the first 50 ms window)", 1e2, 1e6)
+        fixed(1.0e4), "us", "one kernel's tensor-core busy time after which the power limiter has brought the SM "
+        "clock to what the cap sustains; one kernel stands for the collector's ~10 back-to-back launches of it "
+        "(benchmarks/power_probe.py: the limiter settles over 50-150 ms of wall time)", 1e2, 1e6)
 
     @classmethod
     def defaults(cls, gpu: GPU) -> PipelinedConstants:
