@@ -24,11 +24,11 @@ def test_the_plans_hold_fresh_shapes_and_legal_runs_named_once():
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
     sets = {name: [(s.m, s.n, s.k) for s in shapes] for name, shapes in script.fresh_shapes().items()}
     known = {(s.m, s.n, s.k) for p in (ROOT / "testlists").glob("*.csv") for s in read_testlist(p)}
-    assert list(sets) == ["dev", "heldout", "fresh", "fresh2", "fresh3"]
+    assert list(sets) == ["dev", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5"]
     assert [name for draw in script.DRAWS for name in draw] == list(sets)
     assert not any(set(sets[a]) & set(sets[b]) for a, b in itertools.combinations(sets, 2))
     planned = [(name, gpu) for name in sets for gpu in script.GPUS if script.plan_path(name, gpu).is_file()]
-    assert {(n, g) for n in ("dev", "heldout") for g in script.GPUS} | {(n, "h200") for n in ("fresh", "fresh2", "fresh3")} \
+    assert {(n, g) for n in ("dev", "heldout") for g in script.GPUS} | {(n, "h200") for n in ("fresh", "fresh2", "fresh3", "fresh4", "fresh5")} \
         == set(planned)
     for name, gpu in planned:
         shapes = sets[name]
@@ -87,6 +87,8 @@ def test_main_times_one_shard_of_a_sets_shapes_on_a_gpu(tmp_path, monkeypatch):
     ("h200", "fresh", 748, "19/40", "24/40", "30/40", "3/40", "16/40", "24/40"),
     ("h200", "fresh2", 751, "25/40", "26/40", "35/40", "3/40", "26/40", "27/40"),
     ("h200", "fresh3", 757, "19/40", "25/40", "29/40", "3/40", "17/40", "24/40"),
+    ("h200", "fresh4", 743, "24/40", "22/40", "31/40", "0/40", "23/40", "26/40"),
+    ("h200", "fresh5", 737, "28/40", "21/40", "33/40", "4/40", "26/40", "25/40"),
 ])
 def test_the_lent_gpus_runs_read_back(gpu, name, runs, answer, corrected, shortlist, sample, moved, carried):
     """Every run verified. Within 1% of the best timed for its shape: the answer, the
@@ -218,12 +220,16 @@ def test_each_round_of_picks_has_its_own_name_and_the_committed_ones_are_read_in
                                                       ("h200", "fresh", 1, 6), ("h200", "fresh2", 1, 9),
                                                       ("h200", "fresh3", 1, 7), ("h200", "dev", 4, 7),
                                                       ("h200", "heldout", 4, 5), ("h200", "fresh", 2, 9),
-                                                      ("h200", "fresh2", 2, 9), ("h200", "fresh3", 2, 13)])
+                                                      ("h200", "fresh2", 2, 9), ("h200", "fresh3", 2, 13),
+                                                      ("h200", "dev", 5, 10), ("h200", "heldout", 5, 8),
+                                                      ("h200", "fresh", 3, 9), ("h200", "fresh2", 3, 8),
+                                                      ("h200", "fresh3", 3, 4)])
 def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     """The lent GPUs' runs of --plan-picks' plans (round 1: step 22's re-ranked firsts that
     the set's runs had not timed, and for the fresh sets step 25's; round 2: step 24's
     that neither they nor round 1 had timed, and for the fresh sets step 26's; round 3:
-    step 25's; round 4: step 26's; each beside its shape's fastest timed run): every run
+    step 25's; round 4: step 26's; round 5 (the fresh sets' round 3): step 32's; each
+    beside its shape's fastest timed run): every run
     of the plan, in its order, verified; the shapes are the set's."""
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
     plan = script.read_plan(script.plan_path(script.picks_name(name, round_), gpu))
