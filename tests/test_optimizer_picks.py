@@ -28,8 +28,8 @@ def test_the_plans_hold_fresh_shapes_and_legal_runs_named_once():
     assert [name for draw in script.DRAWS for name in draw] == list(sets)
     assert not any(set(sets[a]) & set(sets[b]) for a, b in itertools.combinations(sets, 2))
     planned = [(name, gpu) for name in sets for gpu in script.GPUS if script.plan_path(name, gpu).is_file()]
-    assert {(n, g) for n in ("dev", "heldout") for g in script.GPUS} | {(n, "h200") for n in ("fresh", "fresh2", "fresh3", "fresh4", "fresh5")} \
-        == set(planned)
+    fresh = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5")
+    assert {(n, g) for n in ("dev", "heldout") for g in script.GPUS} | {(n, "h200") for n in fresh} == set(planned)
     for name, gpu in planned:
         shapes = sets[name]
         assert len(shapes) == script.COUNT and not set(shapes) & known
