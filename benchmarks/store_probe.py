@@ -25,9 +25,16 @@ TMA-store epilogue waits before it exits until the copy engine has read its stag
 buffers (``cp.async.bulk.wait_group.read 0``), so on a non-persistent grid, whose next CTA
 takes the SM only then, each wave would wait for that drain, where a persistent grid
 waits once (the development data's short-K non-persistent TMA-store rows ran 0.79-0.90x
-the model, the direct ones 0.96-1.05x). A GPU-side script: numpy + cuda-python only.
+the model, the direct ones 0.96-1.05x). With ``--order`` it times instead the order the
+tiles are written in, on a C of 164 MB written by one k-block: row, column and grouped
+raster, each data-parallel and stream-K, 128x256 tiles with TMA stores, persistent, on
+6144 x 13312 x 64 and its edges one at a time (K = 57: a k-block overhanging K; M = 6145:
+a last tile row of one row; N = 13320: a last tile column of 8 columns and rows off their
+128-byte lines) and all three at once (6145 x 13320 x 57: a fresh shape whose answers the
+H200 ran 0.43-0.71x as fast as the model said, stream-K slowest). A GPU-side script:
+numpy + cuda-python only.
 
-    PYTHONPATH=src python3 benchmarks/store_probe.py [--out probe.csv] [--k-sweep | --pitch | --exit]
+    PYTHONPATH=src python3 benchmarks/store_probe.py [--out probe.csv] [--k-sweep | --pitch | --exit | --order]
 """
 
 from __future__ import annotations
@@ -51,13 +58,24 @@ EXIT_MS = (256, 1024, 2048, 4096, 8192)  # --exit: C of 8 to 268 MB at N = EXIT_
 EXIT_KS = (64, 256)  # one and four k-blocks
 EXIT_CONFIGS = ((128, 256, "cooperative", 4), (128, 128, "cooperative", 6), (128, 128, "pingpong", 6),
                 (128, 64, "cooperative", 7))  # (tile_m, tile_n, schedule, stages), each epilogue
+# --order: one C-write-bound shape, its edges one at a time, then all three
+ORDER_SHAPES = ((6144, 13312, 64), (6144, 13312, 57), (6145, 13312, 64), (6144, 13320, 64), (6145, 13320, 57))
+ORDER_RASTERS = ("row", "column", "grouped")
 
 
-def tasks(k_sweep: bool = False, pitch: bool = False, exit_: bool = False) -> list[dict]:
+def tasks(k_sweep: bool = False, pitch: bool = False, exit_: bool = False, order: bool = False) -> list[dict]:
     """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration)."""
     from gemmperf.problem import KernelConfig
 
     out = []
+    if order:
+        for stream_k in (False, True):
+            for raster in ORDER_RASTERS:
+                cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=128, tile_n=256, tile_k=64, stages=4,
+                                   cluster_m=1, cluster_n=1, persistent=True, raster=raster, schedule="cooperative",
+                                   epilogue="tma", stream_k=stream_k)
+                out += [{"m": m, "n": n, "k": k, **cfg.as_dict()} for m, n, k in ORDER_SHAPES]
+        return out
     if exit_:
         for tile_m, tile_n, schedule, stages in EXIT_CONFIGS:
             for epilogue in ("tma", "direct"):
@@ -104,11 +122,16 @@ def main(argv=None) -> int:
 
     a, gpu, meas = start(__doc__, argv, {"k-sweep": "one C over K of 1 to 32 k-blocks",
                                          "pitch": "C's rows off their 32-byte sectors",
-                                         "exit": "short K, persistent and not, either epilogue"})
-    rows = run(a, gpu, meas, tasks(a.k_sweep, a.pitch, a.exit), lambda t: {
+                                         "exit": "short K, persistent and not, either epilogue",
+                                         "order": "the order C's tiles are written in, and C's edges"})
+    rows = run(a, gpu, meas, tasks(a.k_sweep, a.pitch, a.exit, a.order), lambda t: {
         "config": f"{t['tile_m']}x{t['tile_n']} {t['schedule']} {t['epilogue']}"
-                  + ("" if t["persistent"] else " np"), "m": t["m"], "n": t["n"],
+                  + ("" if t["persistent"] else " np") + (f" {t['raster']}" if a.order else "")
+                  + (" streamk" if t["stream_k"] else ""), "m": t["m"], "n": t["n"],
         "k": t["k"], "c_mb": round(t["m"] * t["n"] * 2 / 1e6, 2)})
+    if a.order:
+        print("\n" + "\n".join(order_table(rows)))
+        return 0
     if a.exit:
         print("\n" + "\n".join(exit_table(rows, gpu.sms)))
         return 0
@@ -148,6 +171,17 @@ def exit_table(rows: list[dict], sms: int) -> list[str]:
                 if np_run is not None and p_run is not None:
                     cells.append(f"{p_run['c_mb']:.0f}:{np_run['time_us'] / waves:.2f}/{p_run['time_us'] / waves:.2f}")
             out.append(f"{config} K={k}: " + " ".join(cells))
+    return out
+
+
+def order_table(rows: list[dict]) -> list[str]:
+    """--order's runs, one line a raster and schedule: us and TB/s of C written per shape."""
+    ok = {(r["config"], r["m"], r["n"], r["k"]): r for r in rows if r["status"] == "ok"}
+    out = ["us (TB/s of C written) by shape: " + "  ".join(f"{m}x{n}x{k}" for m, n, k in ORDER_SHAPES)]
+    for config in dict.fromkeys(r["config"] for r in rows):
+        cells = [f"{r['time_us']:.1f} ({r['c_mb'] / r['time_us']:.2f})" if (r := ok.get((config, *shape))) else "-"
+                 for shape in ORDER_SHAPES]
+        out.append(f"{config}: " + "  ".join(cells))
     return out
 
 

@@ -103,8 +103,8 @@ def test_main_measures_every_run_and_writes_the_dram_rates_last(tmp_path, monkey
     gpu = get_gpu("h100-sxm5-80gb")
     out = tmp_path / "runs.csv"
     meas = lambda task: {"status": "ok", "time_us": task["m"] * task["n"] * 2 / 2.5e6}  # 2.5 TB/s of C
-    monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags=None:
-                        (argparse.Namespace(out=str(out), k_sweep=False, pitch=False, exit=False), gpu, meas))
+    args = argparse.Namespace(out=str(out), k_sweep=False, pitch=False, exit=False, order=False)
+    monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags=None: (args, gpu, meas))
     monkeypatch.setitem(sys.modules, "probes", probes)
     probe = load_script(ROOT / "benchmarks" / "store_probe.py")
     monkeypatch.setattr(probe, "dram_rates", lambda: {"write_TBps": 3.25, "copy_TBps": 3.0})
@@ -131,8 +131,8 @@ def test_the_exit_runs_pair_each_tiling_persistent_and_not_and_read_back_per_wav
     probes = load_script(ROOT / "benchmarks" / "probes.py", "probes")
     waves = lambda t: -(-(t["m"] // t["tile_m"]) * (t["n"] // t["tile_n"]) // gpu.sms)  # noqa: E731
     meas = lambda task: {"status": "ok", "time_us": waves(task) * (1.0 if task["persistent"] else 2.0)}  # noqa: E731
-    monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags=None:
-                        (argparse.Namespace(out=None, k_sweep=False, pitch=False, exit=True), gpu, meas))
+    args = argparse.Namespace(out=None, k_sweep=False, pitch=False, exit=True, order=False)
+    monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags=None: (args, gpu, meas))
     monkeypatch.setitem(sys.modules, "probes", probes)
     probe = load_script(ROOT / "benchmarks" / "store_probe.py")
     assert probe.main([]) == 0
@@ -156,3 +156,28 @@ def test_the_h200_exit_run_reads_back_a_non_persistent_wave_dearer_with_tma_stor
                 gap = {e: t[f"{tile} cooperative {e} np", m, k] - t[f"{tile} cooperative {e}", m, k]
                        for e in ("tma", "direct")}
                 assert 0 < gap["direct"] < gap["tma"], (tile, k, m, gap)
+
+
+def test_the_order_runs_time_each_raster_with_and_without_stream_k_on_each_edge(monkeypatch, capsys):
+    """--order: three rasters, data-parallel and stream-K, on the aligned C and each of its
+    edges (K, M, N) and all three, legal and distinct; main prints one line a raster and
+    schedule, each shape's time and TB/s of C from the runs it made (a stand-in Measurer
+    writing C at 2 TB/s, twice as long for stream-K)."""
+    probe = load_script(ROOT / "benchmarks" / "store_probe.py")
+    gpu = get_gpu("h200-sxm-141gb")
+    runs = probe.tasks(order=True)
+    assert distinct(runs) == len(runs) == 3 * 2 * len(probe.ORDER_SHAPES) and not refused(runs, gpu)
+    assert {(r["raster"], r["stream_k"]) for r in runs} == {(r, s) for r in probe.ORDER_RASTERS for s in (False, True)}
+    aligned, *edges, fresh = probe.ORDER_SHAPES
+    assert all(sum(a != b for a, b in zip(aligned, e)) == 1 for e in edges)
+    assert all(a != b for a, b in zip(aligned, fresh))
+    probes = load_script(ROOT / "benchmarks" / "probes.py", "probes")
+    meas = lambda t: {"status": "ok", "time_us": t["m"] * t["n"] * 2 / 2e6 * (2 if t["stream_k"] else 1)}  # noqa: E731
+    args = argparse.Namespace(out=None, k_sweep=False, pitch=False, exit=False, order=True)
+    monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags=None: (args, gpu, meas))
+    monkeypatch.setitem(sys.modules, "probes", probes)
+    probe = load_script(ROOT / "benchmarks" / "store_probe.py")
+    assert probe.main([]) == 0
+    lines = capsys.readouterr().out.split("us (TB/s of C written) by shape")[1].splitlines()[1:]
+    assert len(lines) == 6 and all(line.count("(2.00)") == 5 for line in lines if "streamk" not in line)
+    assert sum("streamk" in line and line.count("(1.00)") == 5 for line in lines) == 3
