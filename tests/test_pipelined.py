@@ -221,6 +221,25 @@ def test_a_large_c_reaches_dram_at_the_write_rate_whatever_the_epilogue():
         assert W.predict(one, slow)["predicted_us"][0] == W.predict(one, PS)["predicted_us"][0]
 
 
+def test_a_stream_k_worker_of_many_short_tiles_stores_c_at_the_write_rate():
+    # one k-block a tile, C of 164 MB, each worker's range of ~19 tiles: a tile's stores
+    # drain behind the next segment's one k-block, not the worker's whole range, and the
+    # L2's buffer is spread over the tiles a worker stores, not counted once a tile
+    # (benchmarks/store_probe.py --order, lent H200: stream-K 50-53 us, data-parallel
+    # 46-51 us; the model had stream-K at 0.60-0.65x of that)
+    k = W.constants_for(PS, "ws-hopper", "bf16")
+    c_bytes = 6144 * 13312 * 2
+    floor = (c_bytes - k.l2_write_buffer_fraction * GPU.l2_bytes) / k.dram_write_bytes_per_us
+    shape = dict(m=6144, n=13312, k=64, epilogue="tma")
+    data_parallel = W.predict(_big(**shape), PS)["predicted_us"][0]
+    for raster in ("row", "column", "grouped"):
+        t = W.predict(_big(**shape, stream_k=True, raster=raster), PS)["predicted_us"][0]
+        assert floor < t < 1.3 * floor and t == pytest.approx(data_parallel, rel=0.1), raster
+    # a long K loop still hides them: 64 k-blocks a tile
+    long_k = W.predict(_big(**{**shape, "k": 4096}, stream_k=True), PS)
+    assert long_k["limiter"][0] != "writes"
+
+
 def test_multicast_is_counted_once_in_the_dram_bytes():
     # one tile row (M = TM), a full wave whose k-blocks the L2 holds (a short window): every
     # CTA's A read but the first hits, so 1x2 clusters, which multicast A, save L2 requests

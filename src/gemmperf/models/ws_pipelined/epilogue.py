@@ -68,6 +68,21 @@ def second_warpgroup(x: Inputs):
     return np.where(x.consumer_warpgroups == 2, x.c.second_warpgroup_factor, 1.0)
 
 
+def next_loop(x: Inputs):
+    """k-blocks of the K loop a tile's epilogue overlaps: the next tile's, the work item's S
+    (``Grid.k_blocks``), but at most a tile's KT, since a stream-K worker's range of S
+    iterations holds several tiles, each a segment of at most KT k-blocks with an epilogue
+    of its own."""
+    return np.minimum(x.grid.k_blocks, x.grid.k_tiles)
+
+
+def store_rounds(x: Inputs):
+    """How many times a CTA stores a tile of C: the kernel's W waves, or a stream-K worker's
+    n_seg segments (its one wave stores a tile per segment)."""
+    g = x.grid
+    return np.maximum(np.where(x.stream_k > 0, g.sk_segments, g.n_waves), 1)
+
+
 class Writes(NamedTuple):
     d: np.ndarray  # the wave's stores of C at the DRAM's write rate, less its share of the L2's buffer
     backlog: np.ndarray  # what of them the next tile's K loop does not hide
@@ -77,8 +92,9 @@ class Writes(NamedTuple):
 def dram_writes(x: Inputs, a, t_c) -> Writes:
     """The time a wave's tiles of C take to reach DRAM, and what of it is exposed. Stores,
     from registers or by TMA, do not wait for DRAM: they drain behind the next tile's main
-    loop (at least S*Tc), and the L2 holds up to a share f of itself of written lines
-    before they must leave, spread over the kernel's W waves:
+    loop (at least S*Tc; S at most a tile's KT, ``next_loop``), and the L2 holds up to a
+    share f of itself of written lines before they must leave, spread over the W rounds of
+    tiles a CTA stores (``store_rounds``):
         D(a) = (a*TM*TN*ob*u - f*L2 / W) / dram_write_bytes_per_us,   backlog(a) = D(a) - S*Tc,
     (f = l2_write_buffer_fraction; u the in-bounds share of the tiles' bytes,
     ``partial_stores``); the last tile's stores have no next tile: the direct epilogue
@@ -91,10 +107,10 @@ def dram_writes(x: Inputs, a, t_c) -> Writes:
     if not x.on.dram_writes:
         d = a * out_tile / x.c.dram_eff_bytes_per_us
         return Writes(d=d, backlog=d, end=d)
-    buffer = x.c.l2_write_buffer_fraction * x.l2_bytes / np.maximum(x.grid.n_waves, 1)
+    buffer = x.c.l2_write_buffer_fraction * x.l2_bytes / store_rounds(x)
     d = (a * out_tile - buffer) / x.c.dram_write_bytes_per_us
     staged = (x.epilogue == 1) & x.on.tma_store  # the TMA-store epilogue (tma_store)
-    return Writes(d=d, backlog=d - x.grid.k_blocks * t_c, end=np.where(staged, -np.inf, d))
+    return Writes(d=d, backlog=d - next_loop(x) * t_c, end=np.where(staged, -np.inf, d))
 
 
 def tma_store(x: Inputs, direct, out_tile, backlog):
@@ -152,7 +168,7 @@ def pingpong_overlap(x: Inputs, e_full, e_final, t_c, backlog):
     if not x.on.pingpong_overlap:
         return None
     on = (x.schedule == 1) & x.persistent
-    hidden = 0.5 * np.maximum(e_full - x.grid.k_blocks * t_c, 0.0)
+    hidden = 0.5 * np.maximum(e_full - next_loop(x) * t_c, 0.0)
     if x.on.dram_writes:
         hidden = np.maximum(hidden, backlog)
     return Overlap(on=on, epilogue=np.maximum(x.grid.n_waves - 1, 0) * hidden + e_final)
