@@ -128,14 +128,9 @@ def test_the_exit_runs_pair_each_tiling_persistent_and_not_and_read_back_per_wav
     assert all(r["m"] % r["tile_m"] == 0 and r["n"] % r["tile_n"] == 0 for r in runs)
     twins = {(r["m"], r["k"], r["tile_m"], r["tile_n"], r["schedule"], r["epilogue"], r["persistent"]) for r in runs}
     assert all((*key[:-1], not key[-1]) in twins for key in twins)
-    probes = load_script(ROOT / "benchmarks" / "probes.py", "probes")
     waves = lambda t: -(-(t["m"] // t["tile_m"]) * (t["n"] // t["tile_n"]) // gpu.sms)  # noqa: E731
     meas = lambda task: {"status": "ok", "time_us": waves(task) * (1.0 if task["persistent"] else 2.0)}  # noqa: E731
-    args = argparse.Namespace(out=None, k_sweep=False, pitch=False, exit=True, order=False)
-    monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags=None: (args, gpu, meas))
-    monkeypatch.setitem(sys.modules, "probes", probes)
-    probe = load_script(ROOT / "benchmarks" / "store_probe.py")
-    assert probe.main([]) == 0
+    _main_on(monkeypatch, gpu, meas, exit=True)
     lines = capsys.readouterr().out.split("us per wave")[1].splitlines()[1:]
     assert len(lines) == 4 * 2 * 2 and all(line.count("/1.00") == 5 and line.count(":2.00/") == 5 for line in lines)
 
@@ -171,13 +166,19 @@ def test_the_order_runs_time_each_raster_with_and_without_stream_k_on_each_edge(
     aligned, *edges, fresh = probe.ORDER_SHAPES
     assert all(sum(a != b for a, b in zip(aligned, e)) == 1 for e in edges)
     assert all(a != b for a, b in zip(aligned, fresh))
-    probes = load_script(ROOT / "benchmarks" / "probes.py", "probes")
     meas = lambda t: {"status": "ok", "time_us": t["m"] * t["n"] * 2 / 2e6 * (2 if t["stream_k"] else 1)}  # noqa: E731
-    args = argparse.Namespace(out=None, k_sweep=False, pitch=False, exit=False, order=True)
+    _main_on(monkeypatch, gpu, meas, order=True)
+    lines = capsys.readouterr().out.split("us (TB/s of C written) by shape")[1].splitlines()[1:]
+    assert len(lines) == 6 and all(line.count("(2.00)") == 5 for line in lines if "streamk" not in line)
+    assert sum("streamk" in line and line.count("(1.00)") == 5 for line in lines) == 3
+
+
+def _main_on(monkeypatch, gpu, meas, **mode):
+    """store_probe's main() in one ``mode`` (exit=True, order=True) on a stand-in Measurer
+    ``meas``, no CSV written."""
+    probes = load_script(ROOT / "benchmarks" / "probes.py", "probes")
+    args = argparse.Namespace(out=None, **{"k_sweep": False, "pitch": False, "exit": False, "order": False, **mode})
     monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags=None: (args, gpu, meas))
     monkeypatch.setitem(sys.modules, "probes", probes)
     probe = load_script(ROOT / "benchmarks" / "store_probe.py")
     assert probe.main([]) == 0
-    lines = capsys.readouterr().out.split("us (TB/s of C written) by shape")[1].splitlines()[1:]
-    assert len(lines) == 6 and all(line.count("(2.00)") == 5 for line in lines if "streamk" not in line)
-    assert sum("streamk" in line and line.count("(1.00)") == 5 for line in lines) == 3
