@@ -223,12 +223,16 @@ def test_each_round_of_picks_has_its_own_name_and_the_committed_ones_are_read_in
                                                       ("h200", "fresh2", 2, 9), ("h200", "fresh3", 2, 13),
                                                       ("h200", "dev", 5, 10), ("h200", "heldout", 5, 8),
                                                       ("h200", "fresh", 3, 9), ("h200", "fresh2", 3, 8),
-                                                      ("h200", "fresh3", 3, 4)])
+                                                      ("h200", "fresh3", 3, 4), ("h200", "dev", 6, 7),
+                                                      ("h200", "heldout", 6, 6), ("h200", "fresh", 4, 6),
+                                                      ("h200", "fresh2", 4, 4), ("h200", "fresh3", 4, 6),
+                                                      ("h200", "fresh5", 1, 3)])
 def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     """The lent GPUs' runs of --plan-picks' plans (round 1: step 22's re-ranked firsts that
     the set's runs had not timed, and for the fresh sets step 25's; round 2: step 24's
     that neither they nor round 1 had timed, and for the fresh sets step 26's; round 3:
-    step 25's; round 4: step 26's; round 5 (the fresh sets' round 3): step 32's; each
+    step 25's; round 4: step 26's; round 5 (the fresh sets' round 3): step 32's; round 6
+    (the fresh sets' round 4, fresh5's round 1): step 32's after the stream-K stores fix; each
     beside its shape's fastest timed run): every run
     of the plan, in its order, verified; the shapes are the set's."""
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
