@@ -29,8 +29,9 @@ the model, the direct ones 0.96-1.05x). With ``--order`` it times instead the or
 tiles are written in, on a C of 164 MB written by one k-block: row, column and grouped
 raster, each data-parallel and stream-K, 128x256 tiles with TMA stores, persistent, on
 6144 x 13312 x 64 and its edges one at a time (K = 57: a k-block overhanging K; M = 6145:
-a last tile row of one row; N = 13320: a last tile column of 8 columns and rows off their
-128-byte lines) and all three at once (6145 x 13320 x 57: a fresh shape whose answers the
+a last tile row of one row; N = 13320: a last tile column of 8 columns and a row pitch of
+26640 bytes, every other row of C starting 16 bytes into a 32-byte sector, which the
+tiles on either side of a column boundary then share) and all three at once (6145 x 13320 x 57: a fresh shape whose answers the
 H200 ran 0.43-0.71x as fast as the model said, stream-K slowest). A GPU-side script:
 numpy + cuda-python only.
 

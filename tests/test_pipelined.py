@@ -584,6 +584,34 @@ def test_stream_k_workers_share_the_iterations_and_fix_up_their_partial_tiles():
     assert a.equals(b)
 
 
+def test_a_stream_k_worker_stores_the_tiles_it_finishes():
+    """StreamK.stores: a worker runs the epilogue of every segment but a shared first one,
+    which ends a tile another worker finishes; the L2's write buffer (epilogue.store_rounds)
+    and the extra epilogues (kshare.stream_k_fixup) read that one count (Grid.stores)."""
+    from gemmperf.models.ws_pipelined.geometry import StreamK
+
+    # 10 units of 8 k-blocks over 4 workers: 20 iterations each, starting mid-tile, so a
+    # worker crosses 3 or 4 tiles (n_seg 4, parts 2) and finishes 3
+    sk = StreamK.of(np.array([10]), np.array([8]), np.array([4]))
+    assert (sk.iters[0], sk.segments[0], sk.parts[0], sk.stores[0]) == (20, 4, 2, 3)
+    # ranges that start and end on tiles (8 units of 8 over 4 workers): 2 tiles, 2 stored
+    even = StreamK.of(np.array([8]), np.array([8]), np.array([4]))
+    assert (even.segments[0], even.parts[0], even.stores[0]) == (2, 1, 2)
+    # one tile of 64 k-blocks over 4 workers: n_seg is an upper bound (2, a range may cross
+    # a boundary), the tile is stored once, by one worker
+    inside = StreamK.of(np.array([1]), np.array([64]), np.array([4]))
+    assert (inside.segments[0], inside.parts[0], inside.stores[0]) == (2, 4, 1)
+    from gemmperf.models.ws_pipelined.inputs import Inputs, Switches
+
+    # the decode shape over the GPU's workers (a tile shared by up to 6), stream-K and not
+    both = pl.concat([_decode(persistent=True, raster="grouped", stream_k=s) for s in (True, False)])
+    x = Inputs.of(W.prepare(both, PS)[1], Switches.of({}))
+    g = x.grid
+    assert g.sk_parts[0] > 1 and g.stores[0] == g.sk_segments[0] - 1 and g.stores[1] == g.n_waves[1]
+    assert list(EP.store_rounds(x)) == list(np.maximum(g.stores, 1))
+    assert list(K.stream_k_fixup(x, g.first_a).epilogues) == [g.stores[0] - 1, 0]
+
+
 def test_stream_k_read_back_looks_up_each_partials_slot():
     """Stream-K's read-back pays stream_k_lookup_us before each partial's loads, split-K's
     not (its slots sit at offsets fixed at compile time); off, neither does."""

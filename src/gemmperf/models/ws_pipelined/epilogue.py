@@ -77,10 +77,9 @@ def next_loop(x: Inputs):
 
 
 def store_rounds(x: Inputs):
-    """How many times a CTA stores a tile of C: the kernel's W waves, or a stream-K worker's
-    n_seg segments (its one wave stores a tile per segment)."""
-    g = x.grid
-    return np.maximum(np.where(x.stream_k > 0, g.sk_segments, g.n_waves), 1)
+    """How many times a CTA stores a tile of C (``Grid.stores``): the kernel's W waves, or
+    the tiles a stream-K worker's one wave finishes."""
+    return np.maximum(x.grid.stores, 1)
 
 
 class Writes(NamedTuple):
@@ -164,11 +163,12 @@ def pingpong_overlap(x: Inputs, e_full, e_final, t_c, backlog):
     (the DRAM writes, ``dram_writes``, bound every tile whichever warpgroup stores it).
     (S*Tc and not the pipelined loop: the hiding is bounded by the math, which keeps the
     ring depth out of it.) Non-persistent ping-pong runs one tile a CTA: nothing to
-    overlap. Off, or cooperative: None (compose keeps the cooperative terms)."""
+    overlap. (W is ``Grid.stores``; stream-K runs the cooperative schedule only.) Off, or
+    cooperative: None (compose keeps the cooperative terms)."""
     if not x.on.pingpong_overlap:
         return None
     on = (x.schedule == 1) & x.persistent
     hidden = 0.5 * np.maximum(e_full - next_loop(x) * t_c, 0.0)
     if x.on.dram_writes:
         hidden = np.maximum(hidden, backlog)
-    return Overlap(on=on, epilogue=np.maximum(x.grid.n_waves - 1, 0) * hidden + e_final)
+    return Overlap(on=on, epilogue=np.maximum(x.grid.stores - 1, 0) * hidden + e_final)

@@ -114,6 +114,7 @@ class Grid:
     first_a: np.ndarray  # CTAs of the first wave
     last_a: np.ndarray  # CTAs of the last wave
     n_waves: np.ndarray  # F + [R > 0]
+    stores: np.ndarray  # tiles of C a CTA stores: W = n_waves, or a stream-K worker's e (StreamK.stores)
     useful: np.ndarray  # M*N*K over the padded tiles' extent
     useful_ab: np.ndarray  # share of a CTA's A and B box bytes inside the matrices
     stored_tile: np.ndarray  # bytes of C the fullest tile stores inside C (``stored_c``)
@@ -176,8 +177,10 @@ class Grid:
                    tiles=tiles, items=items, mult=mult,
                    sk_segments=sk.segments, sk_parts=sk.parts, sk_reuse_m=sk_reuse_m, sk_reuse_n=sk_reuse_n,
                    wave_ctas=sms, full_waves=full_waves,
-                   rem=rem, first_a=first_a, last_a=last_a, n_waves=full_waves + (rem > 0), useful=useful,
-                   useful_ab=useful_ab, stored_tile=stored_tile, useful_c=useful_c, d_m=d_m * mult, d_n=d_n * mult, first=span(zero, first_a),
+                   rem=rem, first_a=first_a, last_a=last_a, n_waves=full_waves + (rem > 0),
+                   stores=np.where(streamk, sk.stores, full_waves + (rem > 0)), useful=useful,
+                   useful_ab=useful_ab, stored_tile=stored_tile, useful_c=useful_c, d_m=d_m * mult, d_n=d_n * mult,
+                   first=span(zero, first_a),
                    full=span(zero, sms), later=span(np.where(full_waves > 1, sms, 0), sms),
                    last=span(full_waves * sms, last_a),
                    a_bytes=a_bytes, b_bytes=b_bytes, oob_a=oob_a, oob_b=oob_b, line_off=line_off, sector_off=sector_off)
@@ -203,6 +206,13 @@ class StreamK:
         segments = np.where(aligned, iters // kt, 1 + ceil_div(np.maximum(iters - 1, 0), kt))
         parts = np.where(aligned, 1, np.minimum(1 + ceil_div(kt - 1, np.maximum(iters, 1)), workers))
         return cls(workers=workers, iters=iters, segments=segments, parts=parts)
+
+    @property
+    def stores(self) -> np.ndarray:
+        """Tiles of C a worker stores (runs the epilogue of): each of its n_seg segments
+        but the first where tiles are shared (that one ends a tile another worker
+        finishes: it writes a partial), at least one: e = max(n_seg - 1, 1), else n_seg."""
+        return np.where(self.parts > 1, np.maximum(self.segments - 1, 1), self.segments)
 
 
 # Holds (k-blocks of the wave's stream the L2 keeps) at which ``stream_k_reuse`` tabulates

@@ -129,7 +129,8 @@ def stream_k_fixup(x: Inputs, a):
     the worker's critical path, beyond one K loop of I k-blocks and one epilogue:
         n_seg - 1 segment ends (each the last k-block's Tc instead of a period Pk, the
                     next segment's fill exposed beyond the epilogue, a tile overhead),
-        e - 1 epilogues, e = max(n_seg - 1, 1) (n_seg where no tile is shared),
+        e - 1 epilogues, e the tiles it stores (``Grid.stores``: max(n_seg - 1, 1), n_seg
+                    where no tile is shared),
         ``reduction``(a, writes=min(n_seg, 2), reads=parts, readers=a) (0 unshared).
     Off: the worker's iterations are one K loop and one epilogue (an ideal split of the
     iteration space: no boundaries, no partials); None off stream-K rows' terms."""
@@ -139,7 +140,6 @@ def stream_k_fixup(x: Inputs, a):
     on = x.stream_k > 0
     shared = g.sk_parts > 1
     seg = g.sk_segments
-    epilogues = np.where(shared, np.maximum(seg - 1, 1), seg)
     red = np.where(shared, reduction(x, a, np.minimum(seg, 2), g.sk_parts, a), 0.0)
-    return StreamKTerms(segments=np.where(on, seg - 1, 0), epilogues=np.where(on, epilogues - 1, 0),
+    return StreamKTerms(segments=np.where(on, seg - 1, 0), epilogues=np.where(on, g.stores - 1, 0),
                         reduction=np.where(on, red, 0.0))
