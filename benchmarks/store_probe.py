@@ -32,10 +32,15 @@ raster, each data-parallel and stream-K, 128x256 tiles with TMA stores, persiste
 a last tile row of one row; N = 13320: a last tile column of 8 columns and a row pitch of
 26640 bytes, every other row of C starting 16 bytes into a 32-byte sector, which the
 tiles on either side of a column boundary then share) and all three at once (6145 x 13320 x 57: a fresh shape whose answers the
-H200 ran 0.43-0.71x as fast as the model said, stream-K slowest). A GPU-side script:
+H200 ran 0.43-0.71x as fast as the model said, stream-K slowest). With ``--granule`` the
+same six kernels time instead C's row pitch at 6144 x N x 64, N = 13312 and 13376 (a pitch
+a multiple of 128 bytes; 13376's last tile column 64 columns wide), 13344 (every other row
+64 bytes into a 128-byte line), 13328 (32 bytes into a 64-byte pair of sectors) and 13320
+(16 bytes into a sector): which granule a row shared by two tiles' stores costs by, the
+32-byte sector, 64 bytes or the 128-byte line. A GPU-side script:
 numpy + cuda-python only.
 
-    PYTHONPATH=src python3 benchmarks/store_probe.py [--out probe.csv] [--k-sweep | --pitch | --exit | --order]
+    PYTHONPATH=src python3 benchmarks/store_probe.py [--out probe.csv] [--k-sweep | --pitch | --exit | --order | --granule]
 """
 
 from __future__ import annotations
@@ -62,20 +67,24 @@ EXIT_CONFIGS = ((128, 256, "cooperative", 4), (128, 128, "cooperative", 6), (128
 # --order: one C-write-bound shape, its edges one at a time, then all three
 ORDER_SHAPES = ((6144, 13312, 64), (6144, 13312, 57), (6145, 13312, 64), (6144, 13320, 64), (6145, 13320, 57))
 ORDER_RASTERS = ("row", "column", "grouped")
+# --granule: C's row pitch 0 (twice), 64, 32 and 16 bytes off the 128-byte line every other row
+GRANULE_SHAPES = ((6144, 13312, 64), (6144, 13376, 64), (6144, 13344, 64), (6144, 13328, 64), (6144, 13320, 64))
 
 
-def tasks(k_sweep: bool = False, pitch: bool = False, exit_: bool = False, order: bool = False) -> list[dict]:
+def tasks(k_sweep: bool = False, pitch: bool = False, exit_: bool = False, order: bool = False,
+          granule: bool = False) -> list[dict]:
     """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration)."""
     from gemmperf.problem import KernelConfig
 
     out = []
-    if order:
+    if order or granule:
         for stream_k in (False, True):
             for raster in ORDER_RASTERS:
                 cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=128, tile_n=256, tile_k=64, stages=4,
                                    cluster_m=1, cluster_n=1, persistent=True, raster=raster, schedule="cooperative",
                                    epilogue="tma", stream_k=stream_k)
-                out += [{"m": m, "n": n, "k": k, **cfg.as_dict()} for m, n, k in ORDER_SHAPES]
+                out += [{"m": m, "n": n, "k": k, **cfg.as_dict()}
+                        for m, n, k in (GRANULE_SHAPES if granule else ORDER_SHAPES)]
         return out
     if exit_:
         for tile_m, tile_n, schedule, stages in EXIT_CONFIGS:
@@ -124,14 +133,15 @@ def main(argv=None) -> int:
     a, gpu, meas = start(__doc__, argv, {"k-sweep": "one C over K of 1 to 32 k-blocks",
                                          "pitch": "C's rows off their 32-byte sectors",
                                          "exit": "short K, persistent and not, either epilogue",
-                                         "order": "the order C's tiles are written in, and C's edges"})
-    rows = run(a, gpu, meas, tasks(a.k_sweep, a.pitch, a.exit, a.order), lambda t: {
+                                         "order": "the order C's tiles are written in, and C's edges",
+                                         "granule": "C's row pitch off 128, 64 and 32 bytes"})
+    rows = run(a, gpu, meas, tasks(a.k_sweep, a.pitch, a.exit, a.order, a.granule), lambda t: {
         "config": f"{t['tile_m']}x{t['tile_n']} {t['schedule']} {t['epilogue']}"
-                  + ("" if t["persistent"] else " np") + (f" {t['raster']}" if a.order else "")
+                  + ("" if t["persistent"] else " np") + (f" {t['raster']}" if a.order or a.granule else "")
                   + (" streamk" if t["stream_k"] else ""), "m": t["m"], "n": t["n"],
         "k": t["k"], "c_mb": round(t["m"] * t["n"] * 2 / 1e6, 2)})
-    if a.order:
-        print("\n" + "\n".join(order_table(rows)))
+    if a.order or a.granule:
+        print("\n" + "\n".join(order_table(rows, GRANULE_SHAPES if a.granule else ORDER_SHAPES)))
         return 0
     if a.exit:
         print("\n" + "\n".join(exit_table(rows, gpu.sms)))
@@ -175,13 +185,14 @@ def exit_table(rows: list[dict], sms: int) -> list[str]:
     return out
 
 
-def order_table(rows: list[dict]) -> list[str]:
-    """--order's runs, one line a raster and schedule: us and TB/s of C written per shape."""
+def order_table(rows: list[dict], shapes=ORDER_SHAPES) -> list[str]:
+    """--order's (--granule's) runs, one line a raster and schedule: us and TB/s of C
+    written per shape."""
     ok = {(r["config"], r["m"], r["n"], r["k"]): r for r in rows if r["status"] == "ok"}
-    out = ["us (TB/s of C written) by shape: " + "  ".join(f"{m}x{n}x{k}" for m, n, k in ORDER_SHAPES)]
+    out = ["us (TB/s of C written) by shape: " + "  ".join(f"{m}x{n}x{k}" for m, n, k in shapes)]
     for config in dict.fromkeys(r["config"] for r in rows):
         cells = [f"{r['time_us']:.1f} ({r['c_mb'] / r['time_us']:.2f})" if (r := ok.get((config, *shape))) else "-"
-                 for shape in ORDER_SHAPES]
+                 for shape in shapes]
         out.append(f"{config}: " + "  ".join(cells))
     return out
 

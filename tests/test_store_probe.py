@@ -103,7 +103,7 @@ def test_main_measures_every_run_and_writes_the_dram_rates_last(tmp_path, monkey
     gpu = get_gpu("h100-sxm5-80gb")
     out = tmp_path / "runs.csv"
     meas = lambda task: {"status": "ok", "time_us": task["m"] * task["n"] * 2 / 2.5e6}  # 2.5 TB/s of C
-    args = argparse.Namespace(out=str(out), k_sweep=False, pitch=False, exit=False, order=False)
+    args = argparse.Namespace(out=str(out), k_sweep=False, pitch=False, exit=False, order=False, granule=False)
     monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags=None: (args, gpu, meas))
     monkeypatch.setitem(sys.modules, "probes", probes)
     probe = load_script(ROOT / "benchmarks" / "store_probe.py")
@@ -173,11 +173,29 @@ def test_the_order_runs_time_each_raster_with_and_without_stream_k_on_each_edge(
     assert sum("streamk" in line and line.count("(1.00)") == 5 for line in lines) == 3
 
 
+def test_the_granule_runs_time_the_order_kernels_on_pitches_off_128_64_and_32_bytes(monkeypatch, capsys):
+    """--granule: the six --order kernels on C of 6144 x N x 64, N's row pitch a multiple
+    of 128 bytes (twice: N a multiple of the tile and not), then every other row 64, 32 and
+    16 bytes off its 128-byte line; legal, distinct; main prints one line a kernel with a
+    time for each N."""
+    probe = load_script(ROOT / "benchmarks" / "store_probe.py")
+    gpu = get_gpu("h200-sxm-141gb")
+    runs = probe.tasks(granule=True)
+    assert distinct(runs) == len(runs) == 6 * len(probe.GRANULE_SHAPES) and not refused(runs, gpu)
+    assert [n * 2 % 128 for _, n, _ in probe.GRANULE_SHAPES] == [0, 0, 64, 32, 16]
+    assert [n % 256 for _, n, _ in probe.GRANULE_SHAPES][:2] == [0, 64]
+    meas = lambda t: {"status": "ok", "time_us": t["m"] * t["n"] * 2 / 2e6}  # noqa: E731
+    _main_on(monkeypatch, gpu, meas, granule=True)
+    lines = capsys.readouterr().out.split("us (TB/s of C written) by shape")[1].splitlines()[1:]
+    assert len(lines) == 6 and all(line.count("(2.00)") == len(probe.GRANULE_SHAPES) for line in lines)
+
+
 def _main_on(monkeypatch, gpu, meas, **mode):
     """store_probe's main() in one ``mode`` (exit=True, order=True) on a stand-in Measurer
     ``meas``, no CSV written."""
     probes = load_script(ROOT / "benchmarks" / "probes.py", "probes")
-    args = argparse.Namespace(out=None, **{"k_sweep": False, "pitch": False, "exit": False, "order": False, **mode})
+    args = argparse.Namespace(out=None, **{"k_sweep": False, "pitch": False, "exit": False, "order": False,
+                                                   "granule": False, **mode})
     monkeypatch.setattr(probes, "start", lambda doc, argv=None, flags=None: (args, gpu, meas))
     monkeypatch.setitem(sys.modules, "probes", probes)
     probe = load_script(ROOT / "benchmarks" / "store_probe.py")
