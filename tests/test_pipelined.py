@@ -240,6 +240,35 @@ def test_a_stream_k_worker_of_many_short_tiles_stores_c_at_the_write_rate():
     assert long_k["limiter"][0] != "writes"
 
 
+def test_a_sector_two_tiles_store_costs_the_write_stream_only_where_rows_are_off_their_sector():
+    """shared_sectors: C of 6144 x N, one k-block, 128x256 TMA-store tiles (the probe's runs,
+    benchmarks/store_probe.py --granule, lent H200: N = 13320 1.46-1.62x the time of 13328
+    data-parallel, rows 32, 64 or 128 bytes off their line 0.97-1.00x). Rows 16 bytes into
+    a sector (every other row: pad_n(13320) * 2 = 26640) pay 1 + 0.5 * shared_sector_cost
+    on the writes that leave the L2, 128- and 256-column tiles alike; pitches on a sector
+    (13312, 13328, 13344) nothing; one tile column shares no sector with another tile;
+    off, nothing moves."""
+    c = W.constants_for(PS, "ws-hopper", "bf16")
+    t = {n: W.predict(_big(m=6144, n=n, k=64, epilogue="tma"), PS)["predicted_us"][0]
+         for n in (13312, 13328, 13344, 13320)}
+    assert t[13328] == pytest.approx(t[13312], rel=0.02) and t[13344] == pytest.approx(t[13312], rel=0.02)
+    assert 1.3 < t[13320] / t[13328] < 1.6
+    writes = lambda n, **on: W.predict(_big(m=6144, n=n, k=64, epilogue="tma"), PS, **on)  # noqa: E731
+    off = writes(13320, shared_sectors=False)["predicted_us"][0]
+    assert off == pytest.approx(t[13328], rel=0.02)
+    # the writes past the L2's buffer, stretched by 1 + 0.5 * shared_sector_cost, whatever the tile's width
+    plain = 6144 * 13320 * 2 - c.l2_write_buffer_fraction * GPU.l2_bytes
+    assert t[13320] - off == pytest.approx(plain * 0.5 * c.shared_sector_cost / c.dram_write_bytes_per_us, rel=0.05)
+    narrow = W.predict(_big(m=6144, n=13320, k=64, epilogue="tma", tile_n=128), PS)
+    assert EP.shared_sectors(SimpleNamespace(on=SimpleNamespace(shared_sectors=True), c=c,
+                                             grid=W.grid_of(W.prepare(_big(m=6144, n=13320, k=64, tile_n=128), PS)[1]))
+                             ) == pytest.approx(1 + 0.5 * c.shared_sector_cost)
+    assert narrow["predicted_us"][0] > off
+    # N = 200 (one 256-column tile column, pitch 400 B: every other row off its sector)
+    one = W.predict(_big(m=65536, n=200, k=64, epilogue="tma"), PS)["predicted_us"][0]
+    assert one == W.predict(_big(m=65536, n=200, k=64, epilogue="tma"), PS, shared_sectors=False)["predicted_us"][0]
+
+
 def test_multicast_is_counted_once_in_the_dram_bytes():
     # one tile row (M = TM), a full wave whose k-blocks the L2 holds (a short window): every
     # CTA's A read but the first hits, so 1x2 clusters, which multicast A, save L2 requests

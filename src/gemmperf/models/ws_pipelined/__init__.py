@@ -115,6 +115,10 @@ contribution shows):
   boxes overhang K and join ``boundary_fill``'s zero-filled rows in flight.
 - ``second_warpgroup``: a consumer thread's direct stores take ``second_warpgroup_factor``
   (measured, 1.19) as long in a CTA of two consumer warpgroups as in one of one.
+- ``shared_sectors``: where C's rows start off their 32-byte sector, a tile's row ends in a
+  sector its neighbour's begins, whose halves the L2 merges by reading it back: C's writes
+  that leave the L2 take 1 + c_sector_off * ``shared_sector_cost`` (measured, 1.2) their
+  plain time.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and

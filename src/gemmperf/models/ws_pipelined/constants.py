@@ -149,6 +149,12 @@ class PipelinedConstants:
         fixed(2.0), "CTAs", "launch-order distance over which simultaneous panel reads merge in L2", 0.1, 64.0)
     one_wg_math_share: float = _const(
         fixed(0.9), "share", "tensor-core busy share one consumer warpgroup sustains (64-row tiles)", 0.25, 1.0)
+    shared_sector_cost: float = _const(
+        fixed(1.2), "x", "DRAM write time a row of C that starts off its 32-byte sector adds, over the row's plain "
+        "write time: its tiles' rows end in sectors their neighbours' begin, whose two halves the L2 merges by "
+        "reading them back, which breaks the write stream (rows off 64 or 128 bytes but on a sector cost nothing). "
+        "Measured, not fitted (benchmarks/store_probe.py --granule, lent H200: 6144 x 13320 x 64, every other "
+        "row off, grouped raster, data-parallel, 1.52x the time of 13328)", 0.0, 4.0, fit=False)
     l2_write_buffer_fraction: float = _const(
         fixed(0.25), "share", "share of the L2 that holds C's written lines before they must leave for DRAM "
         "(benchmarks/store_probe.py's 60 runs are predicted best at 0.125-0.25)", 0.0, 1.0, fit=False)

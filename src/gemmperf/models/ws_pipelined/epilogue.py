@@ -82,6 +82,24 @@ def store_rounds(x: Inputs):
     return np.maximum(x.grid.stores, 1)
 
 
+def shared_sectors(x: Inputs):
+    """s, the DRAM write time of C's bytes that leave the L2 over their plain time, where
+    tiles share sectors: a row of C that starts off its 32-byte sector (``Grid.c_sector_off``:
+    a share of the rows when pad_n(N) * ob is an odd multiple of 16) ends each tile's row
+    in a sector the next tile's row begins, and the L2 merges the two halves by reading
+    the sector back (rows off 64 or 128 bytes but on their sector cost nothing:
+    benchmarks/store_probe.py --granule):
+        s = 1 + [tiles_n > 1] * c_sector_off * shared_sector_cost
+    A row's cost, not a sector's: the H100's probe (``--pitch``) ran 128-column tiles
+    1.6-1.8x, 256-column ones 1.4-1.6x, far from the twice the extra that a cost per
+    shared sector would give the narrower tiles. One tile column shares no sector with
+    another. The cost grows with the time between a sector's two stores (column order and
+    stream-K up to 1.2x grouped's), which s does not see. Off: 1."""
+    if not x.on.shared_sectors:
+        return 1.0
+    return 1.0 + (x.grid.tiles_n > 1) * x.grid.c_sector_off * x.c.shared_sector_cost
+
+
 class Writes(NamedTuple):
     d: np.ndarray  # the wave's stores of C at the DRAM's write rate, less its share of the L2's buffer
     backlog: np.ndarray  # what of them the next tile's K loop does not hide
@@ -94,9 +112,9 @@ def dram_writes(x: Inputs, a, t_c) -> Writes:
     loop (at least S*Tc; S at most a tile's KT, ``next_loop``), and the L2 holds up to a
     share f of itself of written lines before they must leave, spread over the W rounds of
     tiles a CTA stores (``store_rounds``):
-        D(a) = (a*TM*TN*ob*u - f*L2 / W) / dram_write_bytes_per_us,   backlog(a) = D(a) - S*Tc,
+        D(a) = (a*TM*TN*ob*u - f*L2 / W) * s / dram_write_bytes_per_us,   backlog(a) = D(a) - S*Tc,
     (f = l2_write_buffer_fraction; u the in-bounds share of the tiles' bytes,
-    ``partial_stores``); the last tile's stores have no next tile: the direct epilogue
+    ``partial_stores``; s the cost of the sectors two tiles share, ``shared_sectors``); the last tile's stores have no next tile: the direct epilogue
     waits for all of D, the TMA-store one drains it after (compose.store_drain),
     so end = D or nothing. A kernel with little K and a large C runs at the write rate
     whatever its epilogue (benchmarks/store_probe.py: one k-block, C of 34-400 MB, TMA
@@ -107,7 +125,7 @@ def dram_writes(x: Inputs, a, t_c) -> Writes:
         d = a * out_tile / x.c.dram_eff_bytes_per_us
         return Writes(d=d, backlog=d, end=d)
     buffer = x.c.l2_write_buffer_fraction * x.l2_bytes / store_rounds(x)
-    d = (a * out_tile - buffer) / x.c.dram_write_bytes_per_us
+    d = (a * out_tile - buffer) * shared_sectors(x) / x.c.dram_write_bytes_per_us
     staged = (x.epilogue == 1) & x.on.tma_store  # the TMA-store epilogue (tma_store)
     return Writes(d=d, backlog=d - next_loop(x) * t_c, end=np.where(staged, -np.inf, d))
 

@@ -132,6 +132,7 @@ class Grid:
     oob_b: np.ndarray  # ... B slices
     line_off: np.ndarray  # share of A/B rows off their 128-byte line (``line_shares``)
     sector_off: np.ndarray  # share off their 32-byte sector
+    c_sector_off: np.ndarray  # share of C's rows off their 32-byte sector (``line_shares`` of N)
 
     @classmethod
     def of(cls, v: dict) -> Grid:
@@ -171,6 +172,7 @@ class Grid:
         a_bytes, b_bytes = cta_bytes(tile_m, tile_n, tile_k, v["cluster_m"], v["cluster_n"], in_bytes,
                                      v["sf_bytes_per_elem"])
         line_off, sector_off = line_shares(k, in_bytes)
+        c_sector_off = line_shares(n, v["out_bytes"])[1]  # C's rows: pad_n(N), as A's and B's
         oob_a, oob_b = oob_slices(m, n, tile_m, tile_n, cm, cn)
         stored_tile, useful_c = stored_c(m, n, tile_m, tile_n, tiles_m, tiles_n, v["out_bytes"])
         return cls(k_blocks=s, k_tiles=kt, tiles_m=tiles_m, tiles_n=tiles_n, units_m=units_m, units_n=units_n,
@@ -183,7 +185,8 @@ class Grid:
                    first=span(zero, first_a),
                    full=span(zero, sms), later=span(np.where(full_waves > 1, sms, 0), sms),
                    last=span(full_waves * sms, last_a),
-                   a_bytes=a_bytes, b_bytes=b_bytes, oob_a=oob_a, oob_b=oob_b, line_off=line_off, sector_off=sector_off)
+                   a_bytes=a_bytes, b_bytes=b_bytes, oob_a=oob_a, oob_b=oob_b, line_off=line_off, sector_off=sector_off,
+                   c_sector_off=c_sector_off)
 
 
 @dataclass(frozen=True)

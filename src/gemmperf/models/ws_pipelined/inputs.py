@@ -54,6 +54,7 @@ class Switches:
     hit_latency: bool = True
     second_warpgroup: bool = True
     power_clock: bool = True
+    shared_sectors: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
