@@ -226,13 +226,17 @@ def test_each_round_of_picks_has_its_own_name_and_the_committed_ones_are_read_in
                                                       ("h200", "fresh3", 3, 4), ("h200", "dev", 6, 7),
                                                       ("h200", "heldout", 6, 6), ("h200", "fresh", 4, 6),
                                                       ("h200", "fresh2", 4, 4), ("h200", "fresh3", 4, 6),
-                                                      ("h200", "fresh5", 1, 3)])
+                                                      ("h200", "fresh5", 1, 3), ("h200", "dev", 7, 4),
+                                                      ("h200", "heldout", 7, 2), ("h200", "fresh", 5, 6),
+                                                      ("h200", "fresh2", 5, 3), ("h200", "fresh3", 5, 2),
+                                                      ("h200", "fresh4", 1, 4), ("h200", "fresh5", 2, 1)])
 def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     """The lent GPUs' runs of --plan-picks' plans (round 1: step 22's re-ranked firsts that
     the set's runs had not timed, and for the fresh sets step 25's; round 2: step 24's
     that neither they nor round 1 had timed, and for the fresh sets step 26's; round 3:
     step 25's; round 4: step 26's; round 5 (the fresh sets' round 3): step 32's; round 6
-    (the fresh sets' round 4, fresh5's round 1): step 32's after the stream-K stores fix; each
+    (the fresh sets' round 4, fresh5's round 1): step 32's after the stream-K stores fix; round
+    7 (the fresh sets' round 5, fresh4's 1, fresh5's 2): step 33's; each
     beside its shape's fastest timed run): every run
     of the plan, in its order, verified; the shapes are the set's."""
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
