@@ -31,16 +31,17 @@ raster, each data-parallel and stream-K, 128x256 tiles with TMA stores, persiste
 6144 x 13312 x 64 and its edges one at a time (K = 57: a k-block overhanging K; M = 6145:
 a last tile row of one row; N = 13320: a last tile column of 8 columns and a row pitch of
 26640 bytes, every other row of C starting 16 bytes into a 32-byte sector, which the
-tiles on either side of a column boundary then share) and all three at once (6145 x 13320 x 57: a fresh shape whose answers the
-H200 ran 0.43-0.71x as fast as the model said, stream-K slowest). With ``--granule`` the
-same six kernels time instead C's row pitch at 6144 x N x 64, N = 13312 and 13376 (a pitch
-a multiple of 128 bytes; 13376's last tile column 64 columns wide), 13344 (every other row
-64 bytes into a 128-byte line), 13328 (32 bytes into a 64-byte pair of sectors) and 13320
-(16 bytes into a sector): which granule a row shared by two tiles' stores costs by, the
-32-byte sector, 64 bytes or the 128-byte line. A GPU-side script:
-numpy + cuda-python only.
+tiles on either side of a column boundary then share) and all three at once (6145 x 13320 x
+57: a fresh shape whose answers the H200 ran 0.43-0.71x as fast as the model said,
+stream-K slowest). With ``--granule`` the same six kernels time instead C's row pitch at
+6144 x N x 64, N = 13312 and 13376 (a pitch a multiple of 128 bytes; 13376's last tile
+column 64 columns wide), 13344 (every other row 64 bytes into a 128-byte line), 13328 (32
+bytes into a 64-byte pair of sectors) and 13320 (16 bytes into a sector): which granule a
+row shared by two tiles' stores costs by, the 32-byte sector, 64 bytes or the 128-byte
+line. A GPU-side script: numpy + cuda-python only.
 
-    PYTHONPATH=src python3 benchmarks/store_probe.py [--out probe.csv] [--k-sweep | --pitch | --exit | --order | --granule]
+    PYTHONPATH=src python3 benchmarks/store_probe.py [--out probe.csv]
+        [--k-sweep | --pitch | --exit | --order | --granule]
 """
 
 from __future__ import annotations
@@ -71,6 +72,11 @@ ORDER_RASTERS = ("row", "column", "grouped")
 GRANULE_SHAPES = ((6144, 13312, 64), (6144, 13376, 64), (6144, 13344, 64), (6144, 13328, 64), (6144, 13320, 64))
 
 
+def order_shapes(granule: bool) -> tuple:
+    """The shapes ``--order`` (or, with ``granule``, ``--granule``) times."""
+    return GRANULE_SHAPES if granule else ORDER_SHAPES
+
+
 def tasks(k_sweep: bool = False, pitch: bool = False, exit_: bool = False, order: bool = False,
           granule: bool = False) -> list[dict]:
     """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration)."""
@@ -84,7 +90,7 @@ def tasks(k_sweep: bool = False, pitch: bool = False, exit_: bool = False, order
                                    cluster_m=1, cluster_n=1, persistent=True, raster=raster, schedule="cooperative",
                                    epilogue="tma", stream_k=stream_k)
                 out += [{"m": m, "n": n, "k": k, **cfg.as_dict()}
-                        for m, n, k in (GRANULE_SHAPES if granule else ORDER_SHAPES)]
+                        for m, n, k in order_shapes(granule)]
         return out
     if exit_:
         for tile_m, tile_n, schedule, stages in EXIT_CONFIGS:
@@ -141,7 +147,7 @@ def main(argv=None) -> int:
                   + (" streamk" if t["stream_k"] else ""), "m": t["m"], "n": t["n"],
         "k": t["k"], "c_mb": round(t["m"] * t["n"] * 2 / 1e6, 2)})
     if a.order or a.granule:
-        print("\n" + "\n".join(order_table(rows, GRANULE_SHAPES if a.granule else ORDER_SHAPES)))
+        print("\n" + "\n".join(order_table(rows, order_shapes(a.granule))))
         return 0
     if a.exit:
         print("\n" + "\n".join(exit_table(rows, gpu.sms)))

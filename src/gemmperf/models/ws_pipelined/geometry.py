@@ -154,6 +154,7 @@ class Grid:
         s = np.where(streamk, sk.iters, ceil_div(kt, split))
         mult = np.where(streamk, np.maximum(ceil_div(sk.workers, units), 1), split)
         full_waves, rem = items // sms, items % sms
+        n_waves = full_waves + (rem > 0)
         useful = (m * n * k) / (tiles_m * tile_m * tiles_n * tile_n * kt * tile_k).astype(np.float64)
         # TMA skips what overhangs M, N and K; the items' k-blocks (items/cs * S) may exceed
         # the U*KT there are (the longest split stands for all, and split items past KT
@@ -179,8 +180,8 @@ class Grid:
                    tiles=tiles, items=items, mult=mult,
                    sk_segments=sk.segments, sk_parts=sk.parts, sk_reuse_m=sk_reuse_m, sk_reuse_n=sk_reuse_n,
                    wave_ctas=sms, full_waves=full_waves,
-                   rem=rem, first_a=first_a, last_a=last_a, n_waves=full_waves + (rem > 0),
-                   stores=np.where(streamk, sk.stores, full_waves + (rem > 0)), useful=useful,
+                   rem=rem, first_a=first_a, last_a=last_a, n_waves=n_waves,
+                   stores=np.where(streamk, sk.stores, n_waves), useful=useful,
                    useful_ab=useful_ab, stored_tile=stored_tile, useful_c=useful_c, d_m=d_m * mult, d_n=d_n * mult,
                    first=span(zero, first_a),
                    full=span(zero, sms), later=span(np.where(full_waves > 1, sms, 0), sms),
