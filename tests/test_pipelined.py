@@ -641,6 +641,29 @@ def test_a_stream_k_worker_stores_the_tiles_it_finishes():
     assert list(K.stream_k_fixup(x, g.first_a).epilogues) == [g.stores[0] - 1, 0]
 
 
+def test_a_stream_k_wave_reads_back_each_partial_it_writes_once():
+    """One 128x256 tile of 132 k-blocks over the GPU's 132 workers of one k-block: every
+    worker writes one partial and the last arriver reads all 132 back, one after another.
+    The wave's L2 reads are those 132 partials (readers a*w/parts = 1), not 132 readers'
+    132 each, so the read-back is the last arriver's chain (with about the H100's fitted
+    round trip, read-back and L2 rates, at which 132 x 132 partials would have been bound
+    by the L2's rate)."""
+    one_tile = dict(m=128, n=256, k=64 * 132, tile_m=128, tile_n=256, persistent=True, raster="grouped",
+                    stages=4, schedule="cooperative", stream_k=True)
+    from gemmperf.models.ws_pipelined.inputs import Inputs, Switches
+
+    ps = C.with_values(PS, "ws-hopper", "bf16", {"partial_latency_us": 0.24, "partial_read_bytes_per_us": 2.0e5,
+                                                 "l2_bytes_per_us": 1.0e7})
+    x = Inputs.of(W.prepare(_decode(**one_tile), ps)[1], Switches.of({}))
+    g, a = x.grid, x.grid.first_a
+    assert (g.sk_parts[0], g.sk_segments[0], a[0]) == (132, 1, 132)
+    c, pb = x.c, K.partial_bytes(x)
+    write = np.maximum(pb / c.partial_write_bytes_per_us, a * pb / c.l2_bytes_per_us) + c.fixup_sync_us
+    chain = 132 * (c.partial_latency_us * K.fixup_batches(x) + K.stream_k_lookup(x) + pb / c.partial_read_bytes_per_us)
+    assert 132 * 132 * pb[0] / c.l2_bytes_per_us[0] > chain[0]
+    assert K.stream_k_fixup(x, a).reduction[0] == pytest.approx((write + chain)[0], rel=1e-12)
+
+
 def test_stream_k_read_back_looks_up_each_partials_slot():
     """Stream-K's read-back pays stream_k_lookup_us before each partial's loads, split-K's
     not (its slots sit at offsets fixed at compile time); off, neither does."""

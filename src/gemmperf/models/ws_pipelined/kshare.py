@@ -131,7 +131,11 @@ def stream_k_fixup(x: Inputs, a):
                     next segment's fill exposed beyond the epilogue, a tile overhead),
         e - 1 epilogues, e the tiles it stores (``Grid.stores``: max(n_seg - 1, 1), n_seg
                     where no tile is shared),
-        ``reduction``(a, writes=min(n_seg, 2), reads=parts, readers=a) (0 unshared).
+        ``reduction``(a, writes=w, reads=parts, readers=a*w/parts), w = min(n_seg, 2)
+                    (0 unshared): the last arriver of a tile reads its parts partials one
+                    after another, and the wave reads back each of the a*w partials it
+                    writes once, so a*w/parts CTAs read parts each (a tile shared by all
+                    a workers: one reader, not a).
     Off: the worker's iterations are one K loop and one epilogue (an ideal split of the
     iteration space: no boundaries, no partials); None off stream-K rows' terms."""
     if not x.on.stream_k_fixup:
@@ -140,6 +144,7 @@ def stream_k_fixup(x: Inputs, a):
     on = x.stream_k > 0
     shared = g.sk_parts > 1
     seg = g.sk_segments
-    red = np.where(shared, reduction(x, a, np.minimum(seg, 2), g.sk_parts, a), 0.0)
+    writes = np.minimum(seg, 2)
+    red = np.where(shared, reduction(x, a, writes, g.sk_parts, a * writes / g.sk_parts), 0.0)
     return StreamKTerms(segments=np.where(on, seg - 1, 0), epilogues=np.where(on, g.stores - 1, 0),
                         reduction=np.where(on, red, 0.0))
