@@ -77,12 +77,14 @@ FAMILY = "ws-hopper"
 # "fresh3" drawn on 2026-11-29 ~02:15 UTC, with the answer band and the model as they were
 # (step 24), to score that band once more, then to widen it; "fresh4" and "fresh5" drawn
 # on 2026-12-03 ~11:00 UTC with the model at step 32, to score the answer, its time and
-# the band where nothing after step 26 was looked at
+# the band where nothing after step 26 was looked at; "fresh6" and "fresh7" drawn on
+# 2026-12-03 ~18:00 UTC with the model at step 34, to score them where steps 33 and 34
+# (both found on answers and development rows) were not looked at
 SETS = {"dev": 20261128, "heldout": 20261129, "fresh": 20261130, "fresh2": 20261201, "fresh3": 20261202,
-        "fresh4": 20261203, "fresh5": 20261204}
+        "fresh4": 20261203, "fresh5": 20261204, "fresh6": 20261205, "fresh7": 20261206}
 # the sets in the order drawn, those drawn together in one draw: --band scores each draw by
 # the band of the draws before it (what a user had when its shapes came)
-DRAWS = (("dev",), ("heldout",), ("fresh",), ("fresh2", "fresh3"), ("fresh4", "fresh5"))
+DRAWS = (("dev",), ("heldout",), ("fresh",), ("fresh2", "fresh3"), ("fresh4", "fresh5"), ("fresh6", "fresh7"))
 COUNT = 40
 TOP = 8  # the shortlist timed per shape (--top 8)
 CORRECTED_TOP = 4

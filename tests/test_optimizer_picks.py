@@ -24,11 +24,11 @@ def test_the_plans_hold_fresh_shapes_and_legal_runs_named_once():
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
     sets = {name: [(s.m, s.n, s.k) for s in shapes] for name, shapes in script.fresh_shapes().items()}
     known = {(s.m, s.n, s.k) for p in (ROOT / "testlists").glob("*.csv") for s in read_testlist(p)}
-    assert list(sets) == ["dev", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5"]
+    assert list(sets) == ["dev", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7"]
     assert [name for draw in script.DRAWS for name in draw] == list(sets)
     assert not any(set(sets[a]) & set(sets[b]) for a, b in itertools.combinations(sets, 2))
     planned = [(name, gpu) for name in sets for gpu in script.GPUS if script.plan_path(name, gpu).is_file()]
-    fresh = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5")
+    fresh = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7")
     assert {(n, g) for n in ("dev", "heldout") for g in script.GPUS} | {(n, "h200") for n in fresh} == set(planned)
     for name, gpu in planned:
         shapes = sets[name]
