@@ -174,8 +174,14 @@ def build(config: KernelConfig, arch: str, *, use_cache: bool = True, cache: Pat
     cubin, log = _compile(source, options, config.key())
     if not _RE_REGS.search(log):
         # seen with cuda-core 1.2.0: a source compiled a second time in one process
-        # came back with an empty log; NVRTC itself always writes the ptxas report
+        # came back with an empty log
         cubin, log = _compile_nvrtc(source, options, config.key())
+    if not _RE_REGS.search(log):
+        # seen with NVRTC 13.0 (the lent H200's): a log holding a front-end warning (an
+        # unused variable of a probe mode) came back without ptxas's report; the same
+        # compile with the warnings off writes it (the same code: the cubin differs only in
+        # its note of the compile's options)
+        cubin, log = _compile_nvrtc(source, {**options, "disable_warnings": True}, config.key())
     parsed = parse_ptxas(log)
     res = Resources(dynamic_smem=dyn, threads=nthreads, **parsed)
     kernel = CompiledKernel(config, arch, cubin, res, key, log, False, boxes)
@@ -278,6 +284,7 @@ def _compile_nvrtc(source: str, options: dict, name: str) -> tuple[bytes, str]:
     try:
         opts = [f"--gpu-architecture={options['arch']}".encode(), f"--std={options['std']}".encode()]
         opts += [f"--ptxas-options={o}".encode() for o in options.get("ptxas_options", [])]
+        opts += [b"--disable-warnings"] if options.get("disable_warnings") else []
         err = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)[0]
         size = int(ok(nvrtc.nvrtcGetProgramLogSize(prog)))
         buf = b" " * (size + 2)  # never a 1-byte (interned) bytes object

@@ -508,7 +508,13 @@ gemm_kernel(const __grid_constant__ TmapT tmA, const __grid_constant__ TmapT tmB
         walk_init(walk, first, stride, units, ktiles);
         const int wg_row0 = cw * WG_M;
 #endif
+#if PINGPONG
         for (bool first_tile = true; walk_next(walk, w, units, ktiles); first_tile = false) {
+#else
+        // no first_tile here: a variable set but never read is a front-end warning, and
+        // NVRTC 13.0 then leaves ptxas's report (registers, spills) out of the build's log
+        while (walk_next(walk, w, units, ktiles)) {
+#endif
             const int u = w.u, nk = w.k1 - w.k0;
             int tm, tn; unit_tile(u, units_m, units_n, cm, cn, tm, tn);
 #pragma unroll
