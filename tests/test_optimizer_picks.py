@@ -89,6 +89,8 @@ def test_main_times_one_shard_of_a_sets_shapes_on_a_gpu(tmp_path, monkeypatch):
     ("h200", "fresh3", 757, "19/40", "25/40", "29/40", "3/40", "17/40", "24/40"),
     ("h200", "fresh4", 743, "24/40", "22/40", "31/40", "0/40", "23/40", "26/40"),
     ("h200", "fresh5", 737, "28/40", "21/40", "33/40", "4/40", "26/40", "25/40"),
+    ("h200", "fresh6", 776, "19/40", "19/40", "28/40", "6/40", "17/40", "24/40"),
+    ("h200", "fresh7", 724, "19/40", "20/40", "33/40", "3/40", "19/40", "22/40"),
 ])
 def test_the_lent_gpus_runs_read_back(gpu, name, runs, answer, corrected, shortlist, sample, moved, carried):
     """Every run verified. Within 1% of the best timed for its shape: the answer, the
@@ -229,14 +231,19 @@ def test_each_round_of_picks_has_its_own_name_and_the_committed_ones_are_read_in
                                                       ("h200", "fresh5", 1, 3), ("h200", "dev", 7, 4),
                                                       ("h200", "heldout", 7, 2), ("h200", "fresh", 5, 6),
                                                       ("h200", "fresh2", 5, 3), ("h200", "fresh3", 5, 2),
-                                                      ("h200", "fresh4", 1, 4), ("h200", "fresh5", 2, 1)])
+                                                      ("h200", "fresh4", 1, 4), ("h200", "fresh5", 2, 1),
+                                                      ("h200", "dev", 8, 8), ("h200", "heldout", 8, 2),
+                                                      ("h200", "fresh", 6, 3), ("h200", "fresh2", 6, 4),
+                                                      ("h200", "fresh3", 6, 5), ("h200", "fresh4", 2, 4),
+                                                      ("h200", "fresh5", 3, 2)])
 def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     """The lent GPUs' runs of --plan-picks' plans (round 1: step 22's re-ranked firsts that
     the set's runs had not timed, and for the fresh sets step 25's; round 2: step 24's
     that neither they nor round 1 had timed, and for the fresh sets step 26's; round 3:
     step 25's; round 4: step 26's; round 5 (the fresh sets' round 3): step 32's; round 6
     (the fresh sets' round 4, fresh5's round 1): step 32's after the stream-K stores fix; round
-    7 (the fresh sets' round 5, fresh4's 1, fresh5's 2): step 33's; each
+    7 (the fresh sets' round 5, fresh4's 1, fresh5's 2): step 33's; round 8 (the fresh sets'
+    round 6, fresh4's 2, fresh5's 3): step 34's; each
     beside its shape's fastest timed run): every run
     of the plan, in its order, verified; the shapes are the set's."""
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
