@@ -492,6 +492,33 @@ def test_pingpong_hides_epilogues_behind_the_other_warpgroups_main_loop():
     assert np_pp["predicted_us"][0] == np_coop["predicted_us"][0]
 
 
+def test_a_tma_store_pingpong_tile_holds_the_sms_tma_engine():
+    """tma_engine: one SM's TMA engine issues the loads and the TMA stores in turn, so two
+    ping-pong warpgroups do not overlap their TMA-store epilogues, and a tile holds the
+    engine for its epilogue E and its S k-blocks' boxes (Bs bytes each after multicast):
+    exposed = max(E + S*Bs/sm_load_bytes_per_us - S*Tc, 0) (benchmarks/short_k_probe.py
+    --ctas, lent H200: 16 CTAs of 65 one-k-block 128x128 tiles, 0.94 us a tile, about
+    Tc + E). Direct stores leave from registers: nothing; cooperative tiles: nothing."""
+    from gemmperf.models.ws_pipelined.inputs import Inputs, Switches
+
+    c = W.constants_for(PS, "ws-hopper", "bf16")
+    for cm, bs in ((1, (128 + 128) * 64 * 2), (2, (128 + 64) * 64 * 2)):  # 2x1 multicasts half of B
+        df = _big(m=797, n=19040, k=64, tile_n=128, cluster_m=cm, schedule="pingpong", epilogue="tma")
+        _, arr = W.prepare(df, PS)
+        x = Inputs.of(arr, Switches(), None)
+        assert EP.tma_engine(x, 1.0, 0.2)[0] == pytest.approx(1.0 + bs / c.sm_load_bytes_per_us - 0.2)
+        assert EP.tma_engine(x, 0.1, 5.0)[0] == 0.0
+        assert EP.tma_engine(Inputs.of(arr, Switches(tma_engine=False), None), 1.0, 0.2)[0] == 0.0
+    one_kblock = dict(m=797, n=19040, k=64, tile_n=128, persistent_ctas=16)
+    on = W.predict(_big(**one_kblock, schedule="pingpong", epilogue="tma"), PS)
+    off = W.predict(_big(**one_kblock, schedule="pingpong", epilogue="tma"), PS, tma_engine=False)
+    tiles = on["tiles"][0] / 16
+    assert tiles > 60 and on["predicted_us"][0] - off["predicted_us"][0] > 0.1 * tiles * c.tma_epilogue_us
+    for other in (dict(schedule="pingpong", epilogue="direct"), dict(schedule="cooperative", epilogue="tma")):
+        df = _big(**one_kblock, **other)
+        assert W.predict(df, PS)["predicted_us"][0] == W.predict(df, PS, tma_engine=False)["predicted_us"][0]
+
+
 def test_clusters_take_units_and_fit_the_gpcs():
     out = W.predict(pl.concat([_big(cluster_m=1), _big(cluster_m=2), _big(cluster_m=2, cluster_n=2)]), PS)
     assert out["wave_ctas"].to_list() == [132, 132, 120]  # 30 clusters of 4 fit on the H100

@@ -119,6 +119,9 @@ contribution shows):
   sector its neighbour's begins, whose halves the L2 merges by reading it back: C's writes
   that leave the L2 take 1 + c_sector_off * ``shared_sector_cost`` (measured, 1.2) their
   plain time.
+- ``tma_engine``: one SM's TMA engine issues the loads and the TMA stores in turn, so
+  ping-pong warpgroups with TMA stores do not overlap their epilogues, and a tile holds
+  the engine for its epilogue and its k-blocks' boxes.
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and

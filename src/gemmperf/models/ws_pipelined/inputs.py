@@ -55,6 +55,7 @@ class Switches:
     second_warpgroup: bool = True
     power_clock: bool = True
     shared_sectors: bool = True
+    tma_engine: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
