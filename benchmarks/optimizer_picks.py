@@ -40,7 +40,12 @@ the whole space (20,616 configurations): a regret here is a lower bound.
     python benchmarks/optimizer_picks.py --rescore [h100|h200]
     python benchmarks/optimizer_picks.py --plan-picks [h100|h200]
     python benchmarks/optimizer_picks.py --band
+    python benchmarks/optimizer_picks.py --runs [h100|h200]
     PYTHONPATH=src:benchmarks python3 benchmarks/optimizer_picks.py --set dev-picks [--gpu h200] [--out run.csv]
+
+``--runs`` (development machine) predicts every verified run of the committed sets with
+this tree's fit and correction: the error by K and by the list that named a run (the
+sampled configurations against the model's own picks).
 
 ``--rescore`` (development machine, no GPU) scores the committed runs with this tree's fit
 and correction: what `optimize --corrected` now answers for each fresh shape, where that
@@ -486,6 +491,49 @@ def rescore(gpu_key: str, plan_untimed: bool = False) -> list[str]:
     return out
 
 
+def run_errors(gpu_key: str) -> list[str]:
+    """Every verified run of every committed set (not the ``--plan-picks`` rounds) predicted
+    by this tree's fit and correction of GPUS[gpu_key]'s development rows: absolute error %
+    (mean) and measured / predicted at the geometric mean, fitted and corrected, by K
+    (one k-block or less, up to four, more) and by the list that named the run (the
+    sampled configurations, or only the model's own lists: the answer, the shortlists),
+    where the model's picks show what its ranking believes of them."""
+    import polars as pl
+    from probes import read_csv
+
+    from gemmperf.models import predict
+
+    gpu, fitted, corr = workflow_fit(gpu_key)
+    rows = []
+    for name in SETS:
+        if not (plan_path(name, gpu_key).is_file() and run_path(name, gpu_key).is_file()):
+            continue
+        timed = {(r["shape"], r["config"]): r for r in read_csv(run_path(name, gpu_key))}
+        for task in read_plan(plan_path(name, gpu_key)):
+            key = label(task)
+            run = timed.get((key["shape"], key["config"]))
+            if run is not None and run["status"] == "ok":
+                rows.append({"m": task["m"], "n": task["n"], "k": task["k"], **{f: task[f] for f in CONFIG},
+                             "time_us": float(run["time_us"]), "sampled": "sample" in task["kinds"].split()})
+    out = corr(predict(pl.DataFrame(rows), fitted, "ws-pipelined"))
+    out = out.with_columns(k_class=pl.when(pl.col("k") <= 64).then(pl.lit("K <= 64"))
+                           .when(pl.col("k") <= 256).then(pl.lit("64 < K <= 256")).otherwise(pl.lit("K > 256")),
+                           lists=pl.when(pl.col("sampled")).then(pl.lit("sampled")).otherwise(pl.lit("model's")))
+
+    def line(d, title):
+        parts = []
+        for col in ("predicted_us", "corrected_us"):
+            ratio = d["time_us"] / d[col]
+            parts.append(f"{(1 / ratio - 1).abs().mean() * 100:5.2f}% ({math.exp(ratio.log().mean()):.3f}x)")
+        return f"  {title:32s} {len(d):5d} runs   fitted {parts[0]}   corrected {parts[1]}"
+
+    lines = [f"{gpu_key}: every verified run of the sets, this tree's fit; absolute error % (measured / "
+             "predicted at the geometric mean)", line(out, "all")]
+    for (k_class, lists), d in sorted(out.group_by("k_class", "lists"), key=lambda g: g[0]):
+        lines.append(line(d, f"{k_class}, {lists} lists"))
+    return lines
+
+
 def band_check() -> list[str]:
     """The answer band (``gemmperf answer-band``, optimize.band) scored where it was not
     read: for each GPU, each set's band (its runs and their re-timed rounds, asked of the
@@ -565,6 +613,13 @@ def main(argv=None) -> int:
         if gpu_key not in GPUS:
             raise SystemExit(f"{argv[0]} {gpu_key}: expected one of {', '.join(GPUS)}")
         print("\n".join(rescore(gpu_key, plan_untimed=argv[0] == "--plan-picks")))
+        return 0
+    if argv[:1] == ["--runs"]:
+        sys.path.insert(0, str(ROOT / "src"))
+        gpu_key = argv[1] if len(argv) > 1 else "h200"
+        if gpu_key not in GPUS:
+            raise SystemExit(f"--runs {gpu_key}: expected one of {', '.join(GPUS)}")
+        print("\n".join(run_errors(gpu_key)))
         return 0
     if argv[:1] == ["--band"]:
         sys.path.insert(0, str(ROOT / "src"))

@@ -116,11 +116,13 @@ def read(path: str, gpu: str) -> int:
     from probes import measured, predicted, read_csv
 
     got = measured(read_csv(path), ("config", "m", "n", "k"))
-    runs = [t for t in tasks() + tasks(grain=True) + tasks(ctas=True) if (label(t), str(t["m"]), str(t["n"]), str(t["k"])) in got]
+    key = lambda t: (label(t), str(t["m"]), str(t["n"]), str(t["k"]))  # noqa: E731
+    every = {key(t): t for t in tasks() + tasks(grain=True) + tasks(ctas=True)}  # a run once, whichever mode
+    runs = [t for k, t in every.items() if k in got]
     pred = predicted(runs, gpu=gpu)
     print(f"measured and predicted (in-sample fit of {gpu}), us; measured / predicted")
     for t, p in zip(runs, pred):
-        m = got[(label(t), str(t["m"]), str(t["n"]), str(t["k"]))]
+        m = got[key(t)]
         print(f"{t['m']:5d} x {t['n']:5d} x {t['k']:3d}  {label(t):34s} {m:8.2f} {p:8.2f}  {m / p:.3f}")
     return 0
 
@@ -134,7 +136,8 @@ def main(argv=None) -> int:
 
     a, gpu, meas = start(__doc__, rest, {"grain": "time K on and off the row's 16-byte granule instead",
                                          "ctas": "time 16 to 132 persistent CTAs instead"})
-    rows = run(a, gpu, meas, tasks(a.grain, a.ctas), lambda t: {"config": label(t), "m": t["m"], "n": t["n"], "k": t["k"]})
+    rows = run(a, gpu, meas, tasks(a.grain, a.ctas),
+               lambda t: {"config": label(t), "m": t["m"], "n": t["n"], "k": t["k"]})
     print("\nus by shape and K")
     for name in dict.fromkeys(r["config"] for r in rows):
         for mn in dict.fromkeys((r["m"], r["n"]) for r in rows if r["config"] == name):

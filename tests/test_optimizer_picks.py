@@ -288,3 +288,38 @@ def test_carried_errors_score_every_verified_run_and_the_carried_answers():
     assert len(lines) == 2 and "of every run (11)" in lines[0] and f"of its answers ({answers})" in lines[0]
     assert "h100-sxm5-80gb's fit carried" in lines[0] and "mean 20.00" in lines[0]
     assert "and its correction" in lines[1] and "mean  0.00" in lines[1] and "max   0.00" in lines[1]
+
+
+def test_run_errors_predict_every_verified_run_by_k_and_by_the_list_that_named_it(tmp_path, monkeypatch):
+    """--runs: each verified run of a set (its configuration from the plan) predicted by the
+    GPU's fit, then corrected, split by K and by list. With measured times exactly 1.25x
+    the prediction and a correction of 1.25x: 20% fitted (1.250x at the geometric mean) and
+    0% corrected on every line; a failed run is left out."""
+    import polars as pl
+
+    from gemmperf.models import ws_pipelined as W
+    from gemmperf.params import ParamSet
+
+    script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
+    gpu = get_gpu("h200-sxm-141gb")
+    plan = script.read_plan(script.plan_path("heldout", "h200"))[:30]
+    fitted = ParamSet(gpu=gpu)
+    table = pl.DataFrame([{**{c: t[c] for c in ("m", "n", "k")}, **{f: t[f] for f in script.CONFIG}} for t in plan])
+    times = (W.predict(table, fitted).get_column("predicted_us") * 1.25).to_list()
+    runs = tmp_path / "heldout.csv"
+    with open(runs, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["shape", "config", "kinds", "status", "time_us"])
+        w.writeheader()
+        w.writerows({**{c: script.label(t)[c] for c in ("shape", "config", "kinds")},
+                     "status": "ok" if i != 3 else "wrong_result", "time_us": us} for i, (t, us) in enumerate(zip(plan, times)))
+
+    class Times125:  # a correction whose factor is 1.25 everywhere
+        def __call__(self, pred):
+            return pred.with_columns((pl.col("predicted_us") * 1.25).alias("corrected_us"))
+
+    monkeypatch.setattr(script, "SETS", {"heldout": script.SETS["heldout"]})
+    monkeypatch.setattr(script, "run_path", lambda name, gpu_key: runs)
+    monkeypatch.setattr(script, "workflow_fit", lambda gpu_key: (gpu, fitted, Times125()))
+    lines = script.run_errors("h200")
+    assert "all" in lines[1] and " 29 runs" in lines[1] and len(lines) > 2
+    assert all("fitted 20.00% (1.250x)" in x and "corrected  0.00% (1.000x)" in x for x in lines[1:])
