@@ -311,7 +311,8 @@ def test_run_errors_predict_every_verified_run_by_k_and_by_the_list_that_named_i
         w = csv.DictWriter(f, fieldnames=["shape", "config", "kinds", "status", "time_us"])
         w.writeheader()
         w.writerows({**{c: script.label(t)[c] for c in ("shape", "config", "kinds")},
-                     "status": "ok" if i != 3 else "wrong_result", "time_us": us} for i, (t, us) in enumerate(zip(plan, times)))
+                     "status": "ok" if i != 3 else "wrong_result", "time_us": us}
+                    for i, (t, us) in enumerate(zip(plan, times)))
 
     class Times125:  # a correction whose factor is 1.25 everywhere
         def __call__(self, pred):
