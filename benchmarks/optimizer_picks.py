@@ -374,6 +374,16 @@ def rescored(shapes, runs: list[dict], ranked_of, rounds: list[list[dict]] = ())
             f"later, {untimed} not)  {stats(regret)}  within 1%: {sum(x <= 1.0 for x in regret)}/{len(regret)}"]
 
 
+def timed_rows(runs: list[dict], plan_rows: list[dict]) -> list[dict]:
+    """The verified runs of a set (a run CSV's rows) as task rows: each run's shape and
+    configuration from its plan row, its ``time_us`` and the ``kinds`` of lists that named
+    it; the plan's order."""
+    timed = {(r["shape"], r["config"]): r for r in runs if r["status"] == "ok"}
+    return [{**{c: t[c] for c in ("m", "n", "k")}, **{f: t[f] for f in CONFIG}, "time_us": float(run["time_us"]),
+             "kinds": run["kinds"]}
+            for t in plan_rows if (run := timed.get((label(t)["shape"], label(t)["config"])))]
+
+
 def carried_errors(runs: list[dict], plan_rows: list[dict], moved, correction, source: str) -> list[str]:
     """Every verified run of a set predicted with no GEMM of its GPU read: ``source``'s fit
     carried (``moved``) and that with ``source``'s residual correction (``correction``,
@@ -383,10 +393,7 @@ def carried_errors(runs: list[dict], plan_rows: list[dict], moved, correction, s
 
     from gemmperf.models import ws_pipelined as W
 
-    timed = {(r["shape"], r["config"]): r for r in runs if r["status"] == "ok"}
-    rows = [{**{c: t[c] for c in ("m", "n", "k")}, **{f: t[f] for f in CONFIG}, "time_us": float(run["time_us"]),
-             "answer": "transfer-1" in run["kinds"].split()}
-            for t in plan_rows if (run := timed.get((label(t)["shape"], label(t)["config"])))]
+    rows = [{**r, "answer": "transfer-1" in r["kinds"].split()} for r in timed_rows(runs, plan_rows)]
     table = pl.DataFrame(rows)
     pred = correction(W.predict(table, moved))
     out = []
@@ -508,13 +515,8 @@ def run_errors(gpu_key: str) -> list[str]:
     for name in SETS:
         if not (plan_path(name, gpu_key).is_file() and run_path(name, gpu_key).is_file()):
             continue
-        timed = {(r["shape"], r["config"]): r for r in read_csv(run_path(name, gpu_key))}
-        for task in read_plan(plan_path(name, gpu_key)):
-            key = label(task)
-            run = timed.get((key["shape"], key["config"]))
-            if run is not None and run["status"] == "ok":
-                rows.append({"m": task["m"], "n": task["n"], "k": task["k"], **{f: task[f] for f in CONFIG},
-                             "time_us": float(run["time_us"]), "sampled": "sample" in task["kinds"].split()})
+        rows += [{**r, "sampled": "sample" in r["kinds"].split()}
+                 for r in timed_rows(read_csv(run_path(name, gpu_key)), read_plan(plan_path(name, gpu_key)))]
     out = corr(predict(pl.DataFrame(rows), fitted, "ws-pipelined"))
     out = out.with_columns(k_class=pl.when(pl.col("k") <= 64).then(pl.lit("K <= 64"))
                            .when(pl.col("k") <= 256).then(pl.lit("64 < K <= 256")).otherwise(pl.lit("K > 256")),
