@@ -72,36 +72,30 @@ CTAS = (16, 33, 66, 132)
 CTAS_KS = (32, 34, 40, 64)
 
 
+def config(tiling: tuple, persistent_ctas: int = 0) -> dict:
+    """The configuration's fields of one tiling of the tables above (ws-hopper bf16, tile K
+    64, grouped raster)."""
+    from gemmperf.problem import KernelConfig
+
+    tile_m, tile_n, stages, cluster_m, persistent, schedule, epilogue = tiling
+    return KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64, stages=stages,
+                        cluster_m=cluster_m, cluster_n=1, persistent=persistent, raster="grouped",
+                        schedule=schedule, epilogue=epilogue, persistent_ctas=persistent_ctas).as_dict()
+
+
 def tasks(grain: bool = False, ctas: bool = False) -> list[dict]:
     """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration);
     with ``grain``, ``--grain``'s; with ``ctas``, ``--ctas``'s."""
-    from gemmperf.problem import KernelConfig
-
-    out = []
     if ctas:
         m, n = CTAS_SHAPE
-        for tile_m, tile_n, stages, cluster_m, persistent, schedule, epilogue in GRAIN_CONFIGS:
-            for p in CTAS:
-                cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64,
-                                   stages=stages, cluster_m=cluster_m, cluster_n=1, persistent=persistent,
-                                   raster="grouped", schedule=schedule, epilogue=epilogue, persistent_ctas=p)
-                out += [{"m": m, "n": n, "k": k, **cfg.as_dict()} for k in CTAS_KS]
-        return out
+        return [{"m": m, "n": n, "k": k, **config(tiling, p)} for tiling in GRAIN_CONFIGS for p in CTAS
+                for k in CTAS_KS]
     if grain:
-        for tile_m, tile_n, stages, cluster_m, persistent, schedule, epilogue in GRAIN_CONFIGS:
-            cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64,
-                               stages=stages, cluster_m=cluster_m, cluster_n=1, persistent=persistent,
-                               raster="grouped", schedule=schedule, epilogue=epilogue)
-            out += [{"m": m, "n": n, "k": k, **cfg.as_dict()} for m, n in GRAIN_SHAPES for k in GRAIN_KS]
-        return out
-    for shapes, configs in ((SMALL_SHAPES, SMALL_CONFIGS), (LARGE_SHAPES, LARGE_CONFIGS)):
-        for tile_m, tile_n, stages, cluster_m, persistent, schedule, epilogue in configs:
-            cfg = KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64,
-                               stages=stages, cluster_m=cluster_m, cluster_n=1, persistent=persistent,
-                               raster="grouped", schedule=schedule, epilogue=epilogue)
-            for m, n, ks in shapes:
-                out += [{"m": m, "n": n, "k": k, **cfg.as_dict()} for k in ks]
-    return out
+        return [{"m": m, "n": n, "k": k, **config(tiling)} for tiling in GRAIN_CONFIGS for m, n in GRAIN_SHAPES
+                for k in GRAIN_KS]
+    return [{"m": m, "n": n, "k": k, **config(tiling)}
+            for shapes, tilings in ((SMALL_SHAPES, SMALL_CONFIGS), (LARGE_SHAPES, LARGE_CONFIGS))
+            for tiling in tilings for m, n, ks in shapes for k in ks]
 
 
 def label(t: dict) -> str:
