@@ -263,6 +263,13 @@ def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     assert {r["shape"] for r in rows} <= fresh
 
 
+def _times125(pred):
+    """A correction whose factor is 1.25 everywhere."""
+    import polars as pl
+
+    return pred.with_columns((pl.col("predicted_us") * 1.25).alias("corrected_us"))
+
+
 def test_carried_errors_score_every_verified_run_and_the_carried_answers():
     """carried_errors: each verified run of a set (its configuration from the plan) predicted
     by a carried fit, then corrected; the absolute errors over every run and over the
@@ -283,11 +290,7 @@ def test_carried_errors_score_every_verified_run_and_the_carried_answers():
     runs = [{**script.label(t), "status": "ok" if i != 3 else "wrong", "time_us": str(us)}
             for i, (t, us) in enumerate(zip(plan, times))]
 
-    class Times125:  # a correction whose factor is 1.25 everywhere
-        def __call__(self, pred):
-            return pred.with_columns((pl.col("predicted_us") * 1.25).alias("corrected_us"))
-
-    lines = script.carried_errors(runs, plan, moved, Times125(), "h100-sxm5-80gb")
+    lines = script.carried_errors(runs, plan, moved, _times125, "h100-sxm5-80gb")
     answers = sum("transfer-1" in t["kinds"].split() for i, t in enumerate(plan) if i != 3)
     assert answers > 0
     assert len(lines) == 2 and "of every run (11)" in lines[0] and f"of its answers ({answers})" in lines[0]
@@ -319,13 +322,9 @@ def test_run_errors_predict_every_verified_run_by_k_and_by_the_list_that_named_i
                      "status": "ok" if i != 3 else "wrong_result", "time_us": us}
                     for i, (t, us) in enumerate(zip(plan, times)))
 
-    class Times125:  # a correction whose factor is 1.25 everywhere
-        def __call__(self, pred):
-            return pred.with_columns((pl.col("predicted_us") * 1.25).alias("corrected_us"))
-
     monkeypatch.setattr(script, "SETS", {"heldout": script.SETS["heldout"]})
     monkeypatch.setattr(script, "run_path", lambda name, gpu_key: runs)
-    monkeypatch.setattr(script, "workflow_fit", lambda gpu_key: (gpu, fitted, Times125()))
+    monkeypatch.setattr(script, "workflow_fit", lambda gpu_key: (gpu, fitted, _times125))
     lines = script.run_errors("h200")
     assert "all" in lines[1] and " 29 runs" in lines[1] and len(lines) > 2
     assert all("fitted 20.00% (1.250x)" in x and "corrected  0.00% (1.000x)" in x for x in lines[1:])
