@@ -73,6 +73,8 @@ contribution shows):
 - ``stream_k_offsets``: stream-K's workers start inside tiles, so the workers on one
   panel run at k offsets far apart; a read hits L2 only if a worker ahead read that
   k-block within the L2's hold (the lags tabulated from the workers' positions).
+- ``stream_k_ceiling``: that rate is at most the one of a wave whose CTAs read in step:
+  the workers' tile boundaries and fix-ups shift them against each other.
 - ``oob_multicast``: a multicast slice wholly past M or N still costs its cluster the
   writes of its zeros once per k-block, on a path the whole GPU shares: a term of the
   period of its own, where a lone box past the edge is skipped.

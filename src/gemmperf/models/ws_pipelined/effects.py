@@ -60,8 +60,15 @@ def stream_k_offsets(x: Inputs, w: Span, l2e, plain):
     hold = L2e / (a*(TM'/cn + TN'/cm)*TK*b*(1 - h)) k-blocks of the wave's stream (only
     misses bring new bytes), so
         h = (cm*TM'*F_A(hold) + cn*TN'*F_B(hold)) / (cm*TM' + cn*TN'),
-    its least fixed point, stepped to from h = 0. Off, or on other rows: ``plain``
-    (the wave's panels as if its CTAs ran in step, geometry.span_hit_rate)."""
+    its least fixed point, stepped to from h = 0, and at most ``plain`` where
+    ``stream_k_ceiling`` is on: the workers' tile boundaries, partial writes and fix-ups
+    shift them against each other, so the lags their starting points give are not kept
+    and the wave shares no more than one whose CTAs read in step
+    (benchmarks/stream_k_picks_probe.py, lent H200: no stream-K run beat its
+    data-parallel twin by more than 3% under any raster; 1152 x 8640 x 14591 in 128x256
+    tiles, row raster, 1.36x its twin, where the fixed point's 0.70 said 0.71x). Off, or on
+    other rows: ``plain`` (the wave's panels as if its CTAs ran in step,
+    geometry.span_hit_rate)."""
     g = x.grid
     on = (x.stream_k > 0) & (g.sk_parts > 1)
     if not x.on.stream_k_offsets or not np.any(on):
@@ -89,7 +96,7 @@ def stream_k_offsets(x: Inputs, w: Span, l2e, plain):
         if not len(moving):
             break
     out = np.array(np.broadcast_to(plain, x.shape), dtype=np.float64)
-    out.ravel()[rows] = h
+    out.ravel()[rows] = np.minimum(h, out.ravel()[rows]) if x.on.stream_k_ceiling else h
     return out
 
 

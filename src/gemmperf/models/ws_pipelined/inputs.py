@@ -56,6 +56,7 @@ class Switches:
     power_clock: bool = True
     shared_sectors: bool = True
     tma_engine: bool = True
+    stream_k_ceiling: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
