@@ -239,7 +239,12 @@ def test_each_round_of_picks_has_its_own_name_and_the_committed_ones_are_read_in
                                                       ("h200", "heldout", 9, 5), ("h200", "fresh", 7, 6),
                                                       ("h200", "fresh2", 7, 8), ("h200", "fresh3", 7, 9),
                                                       ("h200", "fresh4", 3, 7), ("h200", "fresh5", 4, 7),
-                                                      ("h200", "fresh6", 1, 9), ("h200", "fresh7", 1, 9)])
+                                                      ("h200", "fresh6", 1, 9), ("h200", "fresh7", 1, 9),
+                                                      ("h200", "dev", 10, 3), ("h200", "heldout", 10, 9),
+                                                      ("h200", "fresh", 8, 5), ("h200", "fresh2", 8, 8),
+                                                      ("h200", "fresh3", 8, 10), ("h200", "fresh4", 4, 6),
+                                                      ("h200", "fresh5", 5, 6), ("h200", "fresh6", 2, 11),
+                                                      ("h200", "fresh7", 2, 6)])
 def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     """The lent GPUs' runs of --plan-picks' plans (round 1: step 22's re-ranked firsts that
     the set's runs had not timed, and for the fresh sets step 25's; round 2: step 24's
@@ -248,7 +253,8 @@ def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     (the fresh sets' round 4, fresh5's round 1): step 32's after the stream-K stores fix; round
     7 (the fresh sets' round 5, fresh4's 1, fresh5's 2): step 33's; round 8 (the fresh sets'
     round 6, fresh4's 2, fresh5's 3): step 34's; round 9 (the fresh sets' round 7, fresh4's 3,
-    fresh5's 4, fresh6's and fresh7's 1): step 35's; each
+    fresh5's 4, fresh6's and fresh7's 1): step 35's; round 10 (the fresh sets' round 8,
+    fresh4's 4, fresh5's 5, fresh6's and fresh7's 2): step 36's; each
     beside its shape's fastest timed run): every run
     of the plan, in its order, verified; the shapes are the set's."""
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
