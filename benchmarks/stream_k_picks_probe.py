@@ -26,8 +26,9 @@ from __future__ import annotations
 import sys
 
 # (m, n, k, tile_m, tile_n, stages, cluster_m, cluster_n, the pick's raster, epilogue): the
-# H200 answers' stream-K picks (fresh sets, step 28-35 fits), slowest first against their
-# shape's best run, and one that ran as predicted (200 x 26981 x 5643, 1.06x)
+# stream-K configurations the optimizer answered on the H200's fresh sets (each set's answers
+# as planned, and step 35's --corrected picks), by their regret against the shape's best
+# run, and one that ran as predicted (200 x 26981 x 5643, 1.06x)
 PICKS = (
     (1152, 8640, 14591, 128, 256, 4, 1, 1, "row", "tma"),
     (6145, 13320, 57, 128, 256, 4, 1, 1, "column", "tma"),
