@@ -79,7 +79,7 @@ def summary(rows: list[dict]) -> list[str]:
     """One line a shape: stream-K and data-parallel (us) by raster, stream-K on half the
     workers, and stream-K over data-parallel by raster."""
     out = [f"{'shape':<18} {'config':<22} " + " ".join(f"{'sk ' + r:>10} {'dp ' + r:>10}" for r in RASTERS)
-           + f" {'sk 66':>8}  sk/dp " + "/".join(RASTERS)]
+           + f" {'sk ' + str(HALF_WORKERS):>8}  sk/dp " + "/".join(RASTERS)]
     for shape, config in dict.fromkeys((r["shape"], r["config"]) for r in rows):
         t = {(r["kind"], r["raster"]): float(r["time_us"]) for r in rows
              if (r["shape"], r["config"]) == (shape, config) and r["status"] == "ok"}

@@ -53,7 +53,8 @@ LATER_EFFECTS = {"ring_jitter": False, "epilogue_threads": False, "dram_writes":
                  "stream_k_lookup": False, "ring_queue": False, "split_row_latency": False, "store_exit": False,
                  "slot_release": False, "ring_saturation": False, "partial_stores": False, "issue_wait": False,
                  "fixup_batches": False, "k_tail_fill": False, "hit_latency": False,
-                 "second_warpgroup": False, "power_clock": False, "shared_sectors": False, "tma_engine": False, "stream_k_ceiling": False}
+                 "second_warpgroup": False, "power_clock": False, "shared_sectors": False, "tma_engine": False,
+                 "stream_k_ceiling": False}
 
 
 # constants whose descriptor default has changed since the references were written:

@@ -35,6 +35,6 @@ def test_stream_k_never_beats_its_data_parallel_twin_by_much():
     # the long-K picks under their own raster: 1.18-1.5x their twins
     for shape, raster in (("1152x8640x14591", "row"), ("384x6896x19264", "row"), ("2936x7537x2944", "column")):
         assert ratios[shape, raster] > 1.15
-    # the probe's summary and read-back name every run once
+    # the probe's summary: a header and one line a shape
     probe = _probe()
     assert len(probe.summary(rows)) == 1 + len(probe.PICKS)
