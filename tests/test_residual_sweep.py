@@ -74,3 +74,35 @@ def test_a_variant_corrects_every_left_out_row():
     assert (preds["corrected_us"] > 0).all() and (preds["fitted_us"] == preds["predicted_us"]).all()
     # the correction moves the predictions: trees fitted on the noise of the other lists
     assert (preds["corrected_us"] != preds["fitted_us"]).any()
+
+
+def test_bad_random_states_are_refused_in_one_line(capsys):
+    sweep = load_script(ROOT / "benchmarks" / "residual_sweep.py")
+    for bad in ("0,x", "-1", "", "1,,2"):
+        assert sweep.main(["--variants", "leaf32", "--random-states", bad]) == 2, bad
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--random-states" in err and repr(bad) in err, bad
+
+
+def test_row_alignment_flags_and_the_shipped_shares_are_line_shares():
+    """The correction's row shares (fit.residual.ROW_SHARES, step 37) are
+    geometry.line_shares' shares, and the row-alignment variant's flags the same as flags:
+    A's and B's rows by K's padded pitch (fp8 rows padded to 16 elements, bf16 to 8), C's
+    by N's (2-byte outputs)."""
+    from gemmperf.models.ws_pipelined.geometry import line_shares
+
+    sweep = load_script(ROOT / "benchmarks" / "residual_sweep.py")
+    assert sweep.ROW_SHARES == R.ROW_SHARES
+    ks, ns = [16, 20, 24, 48, 57, 64, 4096, 4100, 4104, 4112, 8184], [8, 12, 16, 24, 33, 4096, 13320]
+    rows = [(k, n, dt) for k in ks for n in ns for dt in ("bf16", "fp8")]
+    df = pl.DataFrame(rows, schema=["k", "n", "dtype"], orient="row")
+    flags = df.select(**{name: make() for name, make in sweep.FEATURE_VARIANTS["row-alignment"][1].items()})
+    shares = R.row_shares(df)
+    for i, (k, n, dt) in enumerate(rows):
+        line_off, sector_off = line_shares(k, 1 if dt == "fp8" else 2)
+        assert (flags["ab_line_flag"][i], flags["ab_sector_flag"][i]) == (float(line_off > 0), float(sector_off > 0))
+        assert flags["c_sector_flag"][i] == float(line_shares(n, 2)[1] > 0), n
+        assert (shares["_ab_line_off"][i], shares["_ab_sector_off"][i]) == (line_off, sector_off), (k, dt)
+        assert shares["_c_sector_off"][i] == line_shares(n, 2)[1], n
+    assert flags["ab_sector_flag"].sum() > 0 and flags["c_sector_flag"].sum() > 0
+    assert set(shares["_ab_line_off"].unique()) == {0.0, 0.5, 0.75, 0.875}  # pitches 128, 64, 32, 16 bytes off

@@ -27,6 +27,11 @@ prediction table, see ``features``) have a physical meaning:
   epilogue_tma, pingpong, log_cluster_m, log_cluster_n, log_split_k, stream_k
                     the configuration's epilogue, schedule, cluster and K split
   reduction_share   split-K's / stream-K's partial writes and fix-up over the total
+  ab_line_off, ab_sector_off   share of A's and B's rows off their 128-byte line and their
+                    32-byte sector (K's padded pitch; the model's ``geometry.line_shares``)
+  c_sector_off      share of C's rows off their 32-byte sector (N's pitch): where the
+                    model's split requests and shared sectors price rows off their sector
+                    at a fraction of what the short-K probe measured (step 37)
 
 Estimator: ``ResidualRegressor``, gradient-boosted regression trees of 31 leaves
 (sklearn's GradientBoostingRegressor grown best split first, Huber loss, fixed
@@ -54,7 +59,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 
 from ..errors import UserError
 from ..models import ws_pipelined
-from ..problem import DTYPE_BYTES
+from ..models.ws_pipelined.geometry import line_shares
+from ..problem import DTYPE_BYTES, OUT_DTYPES
 from ..progress import bar
 from ..tables import canonical_order
 
@@ -71,6 +77,9 @@ _LOG2 = lambda e: e.cast(pl.Float64).log(2)  # noqa: E731
 def _bytes():
     return pl.col("dtype").replace_strict({d: float(b) for d, b in DTYPE_BYTES.items()}, default=2.0,
                                           return_dtype=pl.Float64)
+
+
+ROW_SHARES = ("ab_line_off", "ab_sector_off", "c_sector_off")
 
 
 def feature_exprs(sms: int) -> dict[str, pl.Expr]:
@@ -122,8 +131,25 @@ def feature_exprs(sms: int) -> dict[str, pl.Expr]:
         "log_split_k": _LOG2(pl.col("split_k")),
         "stream_k": pl.col("stream_k").cast(pl.Float64),
         "reduction_share": pl.col("reduction_us") / total,
+        # rows off their line and sector (``row_shares``' columns): the TMA engine's time per
+        # request, which the model's row_alignment and split_row_latency underprice (step 37)
+        **{name: pl.col(f"_{name}") for name in ROW_SHARES},
     }
     return exprs
+
+
+def row_shares(pred: pl.DataFrame) -> pl.DataFrame:
+    """``pred`` with ``_ab_line_off``, ``_ab_sector_off`` and ``_c_sector_off``: the model's
+    ``line_shares`` of K's pitch in the input's bytes and of N's in the output's."""
+    out_dtype = pl.col("out_dtype") if "out_dtype" in pred.columns else pl.lit(None, pl.String)
+    dt = pred.select(pl.col("dtype"), out_dtype.fill_null(pl.col("dtype").replace(OUT_DTYPES)).alias("out"))
+    table = {d: float(b) for d, b in DTYPE_BYTES.items()}
+    nbytes = lambda col: dt.get_column(col).replace_strict(table, default=2.0,  # noqa: E731
+                                                           return_dtype=pl.Float64).to_numpy()
+    line_off, sector_off = line_shares(pred.get_column("k").to_numpy(), nbytes("dtype"))
+    c_sector_off = line_shares(pred.get_column("n").to_numpy(), nbytes("out"))[1]
+    return pred.with_columns(pl.Series("_ab_line_off", line_off), pl.Series("_ab_sector_off", sector_off),
+                             pl.Series("_c_sector_off", c_sector_off))
 
 
 FEATURES = tuple(feature_exprs(1))
@@ -139,7 +165,7 @@ def features(pred: pl.DataFrame, sms: int) -> pl.DataFrame:
     if missing:
         raise UserError(f"residual features need a {BASE_MODEL} prediction table; missing {', '.join(missing)}")
     exprs = feature_exprs(sms)
-    return pred.select(e.alias(name) for name, e in exprs.items()).fill_nan(0.0).fill_null(0.0)
+    return row_shares(pred).select(e.alias(name) for name, e in exprs.items()).fill_nan(0.0).fill_null(0.0)
 
 
 def target(pred: pl.DataFrame, measured: str = "time_us") -> np.ndarray:
