@@ -134,6 +134,7 @@ FEATURE_VARIANTS = {
     # were added to step 36's as they are named here, and the row-alignment flags were
     # named as the shares are now
     "without-row-shares": (ROW_SHARES, {}),
+    "without-c-sector": (("c_sector_off",), {}),  # A's and B's shares only: step 35's try
     "row-alignment": (ROW_SHARES, _row_alignment_flags()),
 }
 
