@@ -11,8 +11,9 @@ the fitted model's figures for reference. The sealed list is never read.
 
 With ``--random-states 0,1,2`` each variant is trained once per state (the trees'
 feature order at tied splits) and printed as the mean over the states with the range of
-its MAPE: a variant's gain is real where it is larger than that spread (about 0.05 of a
-point on the development data).
+its MAPE. With every row and feature (the shipped trees) the state moves the H100's
+corrected MAPE by 0.002 of a point (2026-12-04): the trees' noise is not their state but
+how a change of their inputs (a step's refitted constants) reshuffles their splits.
 
     python benchmarks/residual_sweep.py [--gpu h100-sxm5-80gb] [--dtype bf16] [--jobs 2]
         [--variants leaf8,leaf32,without-period,...] [--random-states 0]
@@ -130,9 +131,8 @@ FEATURE_VARIANTS = {
                                "log_wave_ctas": lambda: _col("wave_ctas").log(2),
                                "log_work_items": lambda: _col("work_items").log(2),
                                "slot_kb": lambda: (_col("tile_m") + _col("tile_n")) * _col("tile_k") * 2 / 1024}),
-    # issue 17 step 37 added ROW_SHARES (as shares); before it, both variants' features
-    # were added to step 36's as they are named here, and the row-alignment flags were
-    # named as the shares are now
+    # issue 17 step 37 added ROW_SHARES: without them, step 36's correction; row-alignment
+    # has them as flags in their place (results/residual_sweep_*_2026-12-04.md)
     "without-row-shares": (ROW_SHARES, {}),
     "without-c-sector": (("c_sector_off",), {}),  # A's and B's shares only: step 35's try
     "row-alignment": (ROW_SHARES, _row_alignment_flags()),
