@@ -98,27 +98,15 @@ def far_panel_kb():
     return pl.when(raster == "row").then(row).when(raster == "column").then(column).otherwise(grouped).log(2)
 
 
-def _pitch_off(extent, b, boundary):
-    """1 where rows of ``extent`` elements of ``b`` bytes (an expression), padded to 16 bytes
-    as the kernels pad K (geometry.line_shares), do not all start on a ``boundary``-byte
-    boundary, else 0: geometry.line_shares' shares as flags (a pitch that is a multiple of 16
-    bytes but not of 32 puts every other row off its 32-byte sector)."""
-    import polars as pl
-
-    align = pl.max_horizontal(pl.lit(8.0), (16.0 / b).ceil())
-    pitch = ((_col(extent) / align).ceil() * align * b).cast(pl.Int64)
-    return (pitch % boundary != 0).cast(pl.Float64)
-
-
 def _row_alignment_flags():
-    """Step 37's ``ROW_SHARES`` as flags (1 where any row is off): A's and B's rows off
-    their 32-byte sector and 128-byte line (K's pitch), C's rows off their sector (N's
-    pitch, 2-byte outputs)."""
+    """Step 37's ``ROW_SHARES`` as flags (1 where any row is off), from the columns
+    ``fit.residual.row_shares`` gives the features: A's and B's rows off their 32-byte
+    sector and 128-byte line (K's pitch), C's rows off their sector (N's pitch)."""
     import polars as pl
 
-    b = lambda: pl.col("dtype").replace_strict({"fp8": 1.0}, default=2.0, return_dtype=pl.Float64)  # noqa: E731
-    return {"ab_sector_flag": lambda: _pitch_off("k", b(), 32), "ab_line_flag": lambda: _pitch_off("k", b(), 128),
-            "c_sector_flag": lambda: _pitch_off("n", pl.lit(2.0), 32)}
+    flag = lambda share: (pl.col(f"_{share}") > 0).cast(pl.Float64)  # noqa: E731
+    return {"ab_sector_flag": lambda: flag("ab_sector_off"), "ab_line_flag": lambda: flag("ab_line_off"),
+            "c_sector_flag": lambda: flag("c_sector_off")}
 
 
 FEATURE_VARIANTS = {

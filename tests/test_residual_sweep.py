@@ -96,8 +96,8 @@ def test_row_alignment_flags_and_the_shipped_shares_are_line_shares():
     ks, ns = [16, 20, 24, 48, 57, 64, 4096, 4100, 4104, 4112, 8184], [8, 12, 16, 24, 33, 4096, 13320]
     rows = [(k, n, dt) for k in ks for n in ns for dt in ("bf16", "fp8")]
     df = pl.DataFrame(rows, schema=["k", "n", "dtype"], orient="row")
-    flags = df.select(**{name: make() for name, make in sweep.FEATURE_VARIANTS["row-alignment"][1].items()})
     shares = R.row_shares(df)
+    flags = shares.select(**{name: make() for name, make in sweep.FEATURE_VARIANTS["row-alignment"][1].items()})
     for i, (k, n, dt) in enumerate(rows):
         line_off, sector_off = line_shares(k, 1 if dt == "fp8" else 2)
         assert (flags["ab_line_flag"][i], flags["ab_sector_flag"][i]) == (float(line_off > 0), float(sector_off > 0))

@@ -74,9 +74,8 @@ LIMITER_AS = {"writes": "epilogue"}
 _LOG2 = lambda e: e.cast(pl.Float64).log(2)  # noqa: E731
 
 
-def _bytes():
-    return pl.col("dtype").replace_strict({d: float(b) for d, b in DTYPE_BYTES.items()}, default=2.0,
-                                          return_dtype=pl.Float64)
+def _bytes(dtype=pl.col("dtype")):
+    return dtype.replace_strict({d: float(b) for d, b in DTYPE_BYTES.items()}, default=2.0, return_dtype=pl.Float64)
 
 
 ROW_SHARES = ("ab_line_off", "ab_sector_off", "c_sector_off")
@@ -142,12 +141,10 @@ def row_shares(pred: pl.DataFrame) -> pl.DataFrame:
     """``pred`` with ``_ab_line_off``, ``_ab_sector_off`` and ``_c_sector_off``: the model's
     ``line_shares`` of K's pitch in the input's bytes and of N's in the output's."""
     out_dtype = pl.col("out_dtype") if "out_dtype" in pred.columns else pl.lit(None, pl.String)
-    dt = pred.select(pl.col("dtype"), out_dtype.fill_null(pl.col("dtype").replace(OUT_DTYPES)).alias("out"))
-    table = {d: float(b) for d, b in DTYPE_BYTES.items()}
-    nbytes = lambda col: dt.get_column(col).replace_strict(table, default=2.0,  # noqa: E731
-                                                           return_dtype=pl.Float64).to_numpy()
-    line_off, sector_off = line_shares(pred.get_column("k").to_numpy(), nbytes("dtype"))
-    c_sector_off = line_shares(pred.get_column("n").to_numpy(), nbytes("out"))[1]
+    out_dtype = out_dtype.fill_null(pl.col("dtype").replace(OUT_DTYPES))
+    nbytes = pred.select(_bytes().alias("in"), _bytes(out_dtype).alias("out"))
+    line_off, sector_off = line_shares(pred.get_column("k").to_numpy(), nbytes.get_column("in").to_numpy())
+    c_sector_off = line_shares(pred.get_column("n").to_numpy(), nbytes.get_column("out").to_numpy())[1]
     return pred.with_columns(pl.Series("_ab_line_off", line_off), pl.Series("_ab_sector_off", sector_off),
                              pl.Series("_c_sector_off", c_sector_off))
 
