@@ -16,13 +16,15 @@ against a whole k-block (64) and four (256); C's rows on their sector (N = 19040
 or direct ones. ``--grain`` times K = 16 to 256 on and off the row's 16-byte granule in
 two persistent ping-pong tilings (TMA or direct stores) on two shapes of eight rounds of
 one-k-block tiles; ``--ctas`` the same tilings with 16, 33, 66 and 132 persistent CTAs,
-which tells a cost one SM pays (the same per tile at any count) from one the GPU shares.
+which tells a cost one SM pays (the same per tile at any count) from one the GPU shares;
+``--rows`` pitches on the line, on the sector only, and off the sector over 1, 4 and 16
+k-blocks, unclustered and in 2x1 and 1x2 clusters, on 16 and 132 CTAs.
 Each run is verified against float64 as in a sweep. Prints a table of
 time by configuration and K; with ``--read CSV`` on a machine with the project installed,
 the times beside the in-sample model's predictions of ``--gpu``. GPU-side: numpy +
 cuda-python only.
 
-    PYTHONPATH=src python3 benchmarks/short_k_probe.py [--out probe.csv] [--grain | --ctas]
+    PYTHONPATH=src python3 benchmarks/short_k_probe.py [--out probe.csv] [--grain | --ctas | --rows]
     PYTHONPATH=src:benchmarks python3 benchmarks/short_k_probe.py --read probe.csv [--gpu SLUG]
 """
 
@@ -72,6 +74,18 @@ CTAS = (16, 33, 66, 132)
 CTAS_KS = (32, 34, 40, 64)
 
 
+# --rows: where one SM's cost of the rows off their sector sits as K grows, and what a
+# cluster's multicast takes off it: 1, 4 and 16 k-blocks whose pitch is on the line (64j),
+# on the sector but off the line (64j - 16) or off the sector every other row (64j - 8), on
+# 16 CTAs (one SM's cost, nothing shared) and on 132, in clusters of 1, 2x1 and 1x2
+# (tiling: tile_m, tile_n, stages, cluster_m, cluster_n, schedule, epilogue; persistent)
+ROWS_SHAPE = (797, 19040)
+ROWS_TILINGS = ((128, 128, 6, 1, 1, "pingpong", "tma"), (128, 128, 6, 2, 1, "pingpong", "tma"),
+                (128, 128, 6, 1, 2, "pingpong", "tma"), (128, 128, 6, 1, 1, "cooperative", "direct"))
+ROWS_KS = tuple(k for j in (1, 4, 16) for k in (64 * j, 64 * j - 16, 64 * j - 8))
+ROWS_CTAS = (16, 132)
+
+
 def config(tiling: tuple, persistent_ctas: int = 0) -> dict:
     """The configuration's fields of one tiling of the tables above (ws-hopper bf16, tile K
     64, grouped raster)."""
@@ -83,9 +97,23 @@ def config(tiling: tuple, persistent_ctas: int = 0) -> dict:
                         schedule=schedule, epilogue=epilogue, persistent_ctas=persistent_ctas).as_dict()
 
 
-def tasks(grain: bool = False, ctas: bool = False) -> list[dict]:
+def rows_config(tiling: tuple, persistent_ctas: int) -> dict:
+    """A persistent configuration of ``ROWS_TILINGS`` (ws-hopper bf16, tile K 64, grouped raster)."""
+    from gemmperf.problem import KernelConfig
+
+    tile_m, tile_n, stages, cluster_m, cluster_n, schedule, epilogue = tiling
+    return KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64, stages=stages,
+                        cluster_m=cluster_m, cluster_n=cluster_n, persistent=True, raster="grouped",
+                        schedule=schedule, epilogue=epilogue, persistent_ctas=persistent_ctas).as_dict()
+
+
+def tasks(grain: bool = False, ctas: bool = False, rows: bool = False) -> list[dict]:
     """The runs, in order: each a task row (``m``, ``n``, ``k`` and the configuration);
-    with ``grain``, ``--grain``'s; with ``ctas``, ``--ctas``'s."""
+    with ``grain``, ``--grain``'s; with ``ctas``, ``--ctas``'s; with ``rows``, ``--rows``'."""
+    if rows:
+        m, n = ROWS_SHAPE
+        return [{"m": m, "n": n, "k": k, **rows_config(tiling, p)} for p in ROWS_CTAS for tiling in ROWS_TILINGS
+                for k in ROWS_KS]
     if ctas:
         m, n = CTAS_SHAPE
         return [{"m": m, "n": n, "k": k, **config(tiling, p)} for tiling in GRAIN_CONFIGS for p in CTAS
@@ -111,7 +139,7 @@ def read(path: str, gpu: str) -> int:
 
     got = measured(read_csv(path), ("config", "m", "n", "k"))
     key = lambda t: (label(t), str(t["m"]), str(t["n"]), str(t["k"]))  # noqa: E731
-    every = {key(t): t for t in tasks() + tasks(grain=True) + tasks(ctas=True)}  # a run once, whichever mode
+    every = {key(t): t for t in tasks() + tasks(grain=True) + tasks(ctas=True) + tasks(rows=True)}  # a run once, whichever mode
     runs = [t for k, t in every.items() if k in got]
     pred = predicted(runs, gpu=gpu)
     print(f"measured and predicted (in-sample fit of {gpu}), us; measured / predicted")
@@ -129,8 +157,10 @@ def main(argv=None) -> int:
         return code
 
     a, gpu, meas = start(__doc__, rest, {"grain": "time K on and off the row's 16-byte granule instead",
-                                         "ctas": "time 16 to 132 persistent CTAs instead"})
-    rows = run(a, gpu, meas, tasks(a.grain, a.ctas),
+                                         "ctas": "time 16 to 132 persistent CTAs instead",
+                                         "rows": "time rows on and off their line and sector over 1-16 k-blocks, "
+                                                 "in clusters, on 16 and 132 CTAs instead"})
+    rows = run(a, gpu, meas, tasks(a.grain, a.ctas, a.rows),
                lambda t: {"config": label(t), "m": t["m"], "n": t["n"], "k": t["k"]})
     print("\nus by shape and K")
     for name in dict.fromkeys(r["config"] for r in rows):

@@ -29,7 +29,8 @@ def _times(name: str, count: int) -> dict[tuple[str, int, int, int], float]:
 def test_the_runs_are_legal_and_distinct():
     probe = load_script(ROOT / "benchmarks" / "short_k_probe.py")
     gpu = get_gpu("h200-sxm-141gb")
-    for runs, count in ((probe.tasks(), 114), (probe.tasks(grain=True), 60), (probe.tasks(ctas=True), 32)):
+    for runs, count in ((probe.tasks(), 114), (probe.tasks(grain=True), 60), (probe.tasks(ctas=True), 32),
+                        (probe.tasks(rows=True), 72)):
         assert distinct(runs) == len(runs) == count and not refused(runs, gpu)
     labels = {probe.label(t) for t in probe.tasks(ctas=True)}
     assert len(labels) == 8 and all(" p 16 " in x or " p 33 " in x or " p 66 " in x or " p 132 " in x for x in labels)
