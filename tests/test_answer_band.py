@@ -184,7 +184,7 @@ def test_predict_gives_the_leave_one_testlist_out_band_of_the_workflows_fit(band
     assert row["how_long_high_us"] == pytest.approx(row["predicted_us"] * 1.207)
     assert main(argv) == 0
     text = capsys.readouterr().out
-    line = f"how long (ws-pipelined): 90% of its leave-one-testlist-out predictions (8592 ws-hopper configurations"
+    line = "how long (ws-pipelined): 90% of its leave-one-testlist-out predictions (8592 ws-hopper configurations"
     assert line in text and f"ran 0.85-1.21x the prediction: {row['predicted_us'] * 0.846:.1f} us to" in text
     assert main([*argv, "--corrected"]) == 0
     assert "how long (ws-pipelined+residual): 90%" in capsys.readouterr().out

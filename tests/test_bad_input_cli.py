@@ -115,7 +115,7 @@ def test_input_rows_name_their_line(capsys, tmp_path):
     src.write_text("m,n,k,family,dtype,tile_m,tile_n,tile_k,stages\n"
                    "4096,4096,4096,ws-hopper,bf16,128,128,64,4\n"
                    "4096,4096,4096,ws-hopper,bf16,64,64,32,4\n")
-    refused(capsys, "predict", "--gpu", GPU, "--input", src, match=rf"c.csv:3: ws-hopper tiles")
+    refused(capsys, "predict", "--gpu", GPU, "--input", src, match=r"c.csv:3: ws-hopper tiles")
 
 
 def test_what_if_answers_and_flags_every_row(capsys, tmp_path):
@@ -209,7 +209,7 @@ def test_another_gpus_fit_is_refused_unless_asked(capsys):
     argv = ["predict", "--gpu", "h200-sxm-141gb", "--shape", "4096x4096x4096", "--params", FITTED]
     refused(capsys, *argv, match=f"fitted for {GPU}, not h200-sxm-141gb; --params-any-gpu")
     code, out, _ = run(capsys, *argv, "--params-any-gpu")
-    assert code == 0 and f"parameters: fitted on" in out
+    assert code == 0 and "parameters: fitted on" in out
 
 
 def test_every_answer_states_its_parameter_source(capsys, tmp_path):

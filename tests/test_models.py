@@ -13,7 +13,7 @@ import pytest
 
 from gemmperf.errors import UserError
 from gemmperf.hardware import CATALOG
-from gemmperf.models import MODELS, columns, predict, sol, sync, ws_persistent, ws_stage
+from gemmperf.models import MODELS, columns, predict, ws_stage
 from gemmperf.params import Params, ParamSet
 from gemmperf.problem import DTYPE_BYTES, KernelConfig, Shape
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import fcntl
-import json
 import os
 import signal
 import subprocess
