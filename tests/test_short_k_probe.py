@@ -60,3 +60,27 @@ def test_at_sixteen_ctas_the_cost_is_the_sms_and_a_tile_takes_its_whole_epilogue
     assert 0.85 < t[(tma, m, n, 64)] / tiles < 1.0 and 2.8 < t[(direct, m, n, 64)] / tiles < 3.1
     # at 132 CTAs the rows off their sector cost still more (the L2 shared as well)
     assert t[("128x128 1x1 p 132 pingpong tma", m, n, 34)] > 1.8 * t[("128x128 1x1 p 132 pingpong tma", m, n, 64)]
+
+
+def test_one_sms_engine_pays_for_rows_off_their_sector_at_every_k():
+    """--rows (lent H200, 2026-12-04): on 16 CTAs, where nothing else is shared, 128x128
+    ping-pong tiles with TMA stores take far longer with every other row 16 bytes into its
+    sector (K = 64j - 8) than aligned (64j) at 1, 4 and 16 k-blocks: a cost a k-block, not
+    once a tile; rows off their line but on their sector (64j - 16) cost little at 16
+    k-blocks. A 2x1 or 1x2 cluster issues fewer rows and pays less; cooperative tiles with
+    direct stores, whose loop the engine does not bound, pay little."""
+    t = _times("short_k_probe_rows_h200_2026-12-04.csv", 72)
+    m, n = 797, 19040
+    tiles = 7 * 149 / 16
+    pp = "128x128 {} p 16 pingpong tma"
+    for j in (1, 4, 16):
+        assert t[(pp.format("1x1"), m, n, 64 * j - 8)] > 1.3 * t[(pp.format("1x1"), m, n, 64 * j)]
+    # 16 k-blocks: 0.1-0.15 us a k-block more, one SM's engine time for 128 split rows
+    per_kblock = (t[(pp.format("1x1"), m, n, 1016)] - t[(pp.format("1x1"), m, n, 1024)]) / tiles / 16
+    assert 0.1 < per_kblock < 0.15
+    assert t[(pp.format("1x1"), m, n, 1008)] < 1.1 * t[(pp.format("1x1"), m, n, 1024)]
+    for cluster in ("2x1", "1x2"):
+        extra = t[(pp.format(cluster), m, n, 1016)] - t[(pp.format(cluster), m, n, 1024)]
+        assert extra < 0.6 * (t[(pp.format("1x1"), m, n, 1016)] - t[(pp.format("1x1"), m, n, 1024)])
+    coop = "128x128 1x1 p 16 cooperative direct"
+    assert t[(coop, m, n, 1016)] < 1.1 * t[(coop, m, n, 1024)]
