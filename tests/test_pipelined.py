@@ -759,7 +759,8 @@ def test_split_rows_lengthen_a_slots_round_trip():
     c = W.default_constants(GPU)
     row = dict(m=128, n=64 * 8, tile_m=128, tile_n=64, stages=4, persistent=True, raster="row")
     df = pl.concat([_decode(k=3000, **row), _decode(k=3072, **row), _decode(k=3000, cluster_m=2, **{**row, "m": 256})])
-    on, off = W.predict(df, PS), W.predict(df, PS, split_row_latency=False)
+    # the engine's own time for the split rows (engine_rows) off: it binds x on these rows
+    on, off = W.predict(df, PS, engine_rows=False), W.predict(df, PS, split_row_latency=False, engine_rows=False)
     lines = E.line_factor(3000, 2, c.line_split_cost, c.sector_split_cost)
     assert lines > 1.5  # 6000 = 16 mod 32: off its line and its sector
     # the 2x1 cluster's CTAs wait for the slower of two (cluster_lockstep: 1 + 0.56 sigma)
@@ -1255,3 +1256,39 @@ def test_power_clock_stretches_long_busy_runs_only():
     depths = W.predict(pl.concat([rows(m=[8192], n=[8192], k=[8192], stages=[b]) for b in (2, 4, 7)],
                                  how="diagonal_relaxed"), PS)
     assert depths["power_us"].n_unique() == 1 and depths["power_us"][0] > 0
+
+
+def test_a_tiles_first_slot_waits_for_the_engine_to_issue_its_split_rows():
+    """engine_rows: one SM's TMA engine issues the extra requests of a box row that starts
+    off its 32-byte sector one after another, split_row_engine_us a row; a tile's first
+    slot waits for them: R * sector_off * split_row_engine_us (R = TM/cn + TN/cm, the rows
+    a CTA issues) in the fill's transfer and once a tile in a TMA-store ping-pong tile's
+    hold on the engine (benchmarks/short_k_probe.py --rows). Rows on their sector, or the
+    effect off, leave every prediction as before."""
+    from gemmperf.models.ws_pipelined import effects as E
+    from gemmperf.models.ws_pipelined.inputs import Inputs, Switches
+
+    c = W.constants_for(PS, "ws-hopper", "bf16")
+    assert 2.0 / GPU.sm_clock_mhz < c.split_row_engine_us < 4.0 / GPU.sm_clock_mhz  # about 3 clocks
+    for k, off in ((1016, 0.5), (1008, 0.0), (1024, 0.0)):  # pitch 2032 (16 into a sector), 2016 (on it), 2048
+        for cm, cn, rows in ((1, 1, 256), (2, 1, 192), (1, 2, 192)):
+            df = _big(m=797, n=19040, k=k, tile_n=128, cluster_m=cm, cluster_n=cn, schedule="pingpong",
+                      epilogue="tma")
+            _, arr = W.prepare(df, PS)
+            x, plain = Inputs.of(arr, Switches(), None), Inputs.of(arr, Switches(engine_rows=False), None)
+            bs = x.grid.a_bytes[0] + x.grid.b_bytes[0]
+            split = rows * off * c.split_row_engine_us
+            assert E.split_rows(x)[0] == pytest.approx(split) and E.split_rows(plain)[0] == 0.0
+            assert E.first_slot(x, 0.0, bs)[0] == pytest.approx(bs / c.sm_load_bytes_per_us + split)
+            assert E.first_slot(x, 1e3, bs)[0] == 1e3 and E.first_slot(plain, 0.0, bs) == 0.0
+            assert EP.tma_engine(x, 1.0, 0.2)[0] == pytest.approx(EP.tma_engine(plain, 1.0, 0.2)[0] + split)
+    for k in (1024, 1008):
+        df = _big(k=k, tile_n=128, schedule="pingpong", epilogue="tma")
+        assert W.predict(df, PS).equals(W.predict(df, PS, engine_rows=False))
+    # one k-block a tile on 16 CTAs (the probe's K = 56): the split rows once a tile (and
+    # once in the kernel's first fill), no more
+    one = dict(m=797, n=19040, k=56, tile_n=128, persistent_ctas=16, schedule="pingpong", epilogue="tma")
+    on, off = W.predict(_big(**one), PS), W.predict(_big(**one), PS, engine_rows=False)
+    tiles = on["tiles"][0] / 16
+    more = on["predicted_us"][0] - off["predicted_us"][0]
+    assert 0.5 * tiles * 128 * c.split_row_engine_us < more <= (tiles + 1) * 128 * c.split_row_engine_us + 1e-6

@@ -124,6 +124,11 @@ contribution shows):
 - ``tma_engine``: one SM's TMA engine issues the loads and the TMA stores in turn, so
   ping-pong warpgroups with TMA stores do not overlap their epilogues, and a tile holds
   the engine for its epilogue and its k-blocks' boxes.
+- ``engine_rows``: that engine issues the extra requests of a box row off its 32-byte
+  sector one after another, ``split_row_engine_us`` (measured, 3 clocks) a row, which a
+  tile's first slot waits for: in the fill, and once a tile in ``tma_engine``'s hold
+  (later slots' rows are issued under the multiply; the shared L2's share stays in
+  ``row_alignment`` and ``split_row_latency``).
 
 One tile in a wave of a CTAs, with x(a) the per-k-block transfer time
 (``bandwidth_sharing``), Tc = max(T_MATH, T_SMEM) the consumer's stage time and
@@ -133,7 +138,8 @@ the slots in flight that double a round trip, ``ring_saturation``; lat_oob the z
 lat_q the queue of slots in flight, ``ring_queue``; lat_s the split rows' extra requests,
 ``split_row_latency``; w the wait to issue the next k-block, ``issue_wait``; z_mc the wholly
 out-of-bounds multicast slices, ``oob_multicast``):
-    fill(a) = load_latency_us + lat_oob(a) + z_mc(a) + x(a),   Lk(a) = (S - 1)*Pk(a) + Tc
+    fill(a) = load_latency_us + lat_oob(a) + z_mc(a) + x1(a),   Lk(a) = (S - 1)*Pk(a) + Tc
+    (x1 = max(x, Bs/sm_load_bytes_per_us + the first slot's split rows), ``engine_rows``)
     E(a)    = the epilogue (compose.epilogue) + split-K's fix-up F_split(a) (0 otherwise)
 Whole kernel, W = F + [R > 0] waves of work items (F full waves with a = P, then R CTAs;
 S the k-blocks of an item):

@@ -91,7 +91,7 @@ class Wave:
     # requests (split_row_latency)
     lat_wait: np.ndarray
     z_mc: np.ndarray  # the wholly out-of-bounds multicast slices' time per k-block (effects.oob_multicast)
-    fill: np.ndarray  # load latency + the first k-block's lat_oob (one slot) + z_mc + x
+    fill: np.ndarray  # load latency + the first k-block's lat_oob (one slot) + z_mc + x (its split rows: first_slot)
     rest: np.ndarray  # K loop after the fill
     period: np.ndarray
     epilogue: np.ndarray
@@ -111,7 +111,8 @@ def wave(x: Inputs, w: Span, h, t_c, pad: E.Padding) -> Wave:
     rest, period = E.pipelining(x, t_load, t_c, lat_wait, z_mc, h)
     writes = EP.dram_writes(x, a_out, t_c)
     return Wave(a=a, a_out=a_out, h=h, t_load=t_load, l2_bound=l2_bound, lat_wait=lat_wait, z_mc=z_mc,
-                fill=x.load_latency_us + E.boundary_fill(x, a, 1) + z_mc + t_load, rest=rest, period=period,
+                fill=x.load_latency_us + E.boundary_fill(x, a, 1) + z_mc + E.first_slot(x, t_load, a_bytes + b_bytes),
+                rest=rest, period=period,
                 epilogue=epilogue(x, writes.backlog), epilogue_end=epilogue(x, writes.end), writes=writes,
                 fixup=K.split_k_fixup(x, a))
 

@@ -103,6 +103,14 @@ class PipelinedConstants:
         fixed(1.0), "requests", "extra L2 requests of a box row that straddles two 128-byte lines", 0.0, 4.0)
     sector_split_cost: float = _const(
         fixed(1.0), "requests", "extra L2 requests of a box row that is not on a 32-byte sector", 0.0, 4.0)
+    split_row_engine_us: float = _const(
+        clocks(3.0), "us", "one SM's TMA engine time for a box row that starts off its 32-byte sector, beyond an "
+        "aligned row's: the engine issues the row's extra requests one after another, which a tile's first slot "
+        "waits for (benchmarks/short_k_probe.py --rows, lent H200: 16 persistent CTAs of 128x128 ping-pong tiles "
+        "with TMA stores, 0.33 us a one-k-block tile more for its 128 such rows, 2.6 ns each; over 4 and 16 "
+        "k-blocks 1.8-2.0 ns a row, cooperative tiles with direct stores at most 1.5: about 3 clocks at 1980 MHz). "
+        "Measured, not fitted (fitted on every development row it goes to 0.97 ns on both GPUs, and left one "
+        "testlist out the fitted value buys nothing: benchmarks/MODEL_ACCURACY.md, step 38)", 0.0, 0.02, fit=False)
     ring_extra_latency_us: float = _const(
         fixed(0.15), "us", "a ring slot's round trip beyond the microbenchmarks' load latency (default: the order "
         "the H100's development data fit, 0.14; 0.5 before step 25 took the transfer out of the round trip)",

@@ -383,6 +383,38 @@ def sm_load_cap(x: Inputs, t_load, req):
     return np.maximum(t_load, req / x.c.sm_load_bytes_per_us) if x.on.sm_load_cap else t_load
 
 
+def first_slot(x: Inputs, t_load, req):
+    """The fill's transfer x of a tile's first slot, ``req`` bytes of boxes: the multiply
+    waits for one SM's TMA engine to issue every row of them, the split rows' extra
+    requests one after another (``engine_rows``):
+        max(x, Bs / sm_load_bytes_per_us + split_rows(x)).
+    A later slot's rows are issued while earlier slots are multiplied, so in the ring's
+    period only the shared L2's share of them stays (``row_alignment``,
+    ``split_row_latency``). Off: x."""
+    if not x.on.engine_rows:
+        return t_load
+    return np.maximum(t_load, req / x.c.sm_load_bytes_per_us + split_rows(x))
+
+
+def split_rows(x: Inputs):
+    """One SM's TMA engine's time for the extra requests of one k-block's box rows that
+    start off their 32-byte sector (``engine_rows``):
+        R * sector_off * split_row_engine_us,   R = TM/cn + TN/cm
+    the rows a CTA issues (its slices of multicast boxes). The engine splits such a row
+    into more requests and issues them one after another, whatever the L2 does with them.
+    benchmarks/short_k_probe.py --rows (lent H200, 16 persistent CTAs of 128x128 ping-pong
+    tiles with TMA stores, where nothing else is shared): every other row 16 bytes into its
+    sector costs 0.33 us a tile of one k-block (1.8-2.6 ns a split row), and more with
+    each k-block (1.9 us at 16), which at 16 CTAs only the engine can carry; on the
+    development data's full waves the shared L2's terms carry the per-k-block part, and
+    this once-a-tile part is what they lacked (benchmarks/MODEL_ACCURACY.md, step 38).
+    Off (or rows on their sectors): 0."""
+    if not x.on.engine_rows:
+        return np.zeros(x.shape)
+    rows = x.tile_m / x.cluster_n + x.tile_n / x.cluster_m
+    return rows * x.grid.sector_off * x.c.split_row_engine_us
+
+
 def line_factor(k, in_bytes, line_cost=1.0, sector_cost=0.0):
     """L2 requests per 128-byte box row, relative to an aligned one.
 

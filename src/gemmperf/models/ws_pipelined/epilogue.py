@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .effects import split_rows
 from .inputs import Inputs
 
 
@@ -203,15 +204,17 @@ def tma_engine(x: Inputs, e_full, s_tc):
     one SM's TMA engine issues the producer's loads and the consumers' TMA stores in turn
     (the stores of a warp's staging buffer wait for it, kernels/hopper.cu epilogue_tma's
     bulk_wait_read), so the two warpgroups' epilogues do not overlap each other and each
-    tile holds the engine for its epilogue E and its S k-blocks' boxes:
-        exposed = max(E + S * Bs / sm_load_bytes_per_us - S*Tc, 0)
+    tile holds the engine for its epilogue E, its S k-blocks' boxes and its first slot's
+    split rows:
+        exposed = max(E + S * Bs / sm_load_bytes_per_us + split_rows - S*Tc, 0)
     (Bs: the boxes' bytes a CTA loads per k-block, after multicast, zero fill included, as
-    ``sm_load_cap``). Measured (benchmarks/short_k_probe.py --ctas, lent H200: 797 x
+    ``sm_load_cap``; split_rows: ``effects.split_rows``, once a tile as in the fill,
+    ``engine_rows``). Measured (benchmarks/short_k_probe.py --ctas, lent H200: 797 x
     19040 x 64, 128x128 persistent ping-pong, 16 CTAs of 65 tiles each, where nothing
     else is shared): 0.94 us a tile with TMA stores against 2.98 with direct ones, about
     Tc + E, not the (Tc + E) / 2 of two epilogues at once. No constant of its own. Off, or
     the direct epilogue (whose stores leave from registers): 0."""
     if not (x.on.tma_engine and x.on.tma_store):
         return np.zeros(x.shape)
-    engine = next_loop(x) * (x.grid.a_bytes + x.grid.b_bytes) / x.c.sm_load_bytes_per_us
+    engine = next_loop(x) * (x.grid.a_bytes + x.grid.b_bytes) / x.c.sm_load_bytes_per_us + split_rows(x)
     return np.where(x.epilogue == 1, np.maximum(e_full + engine - s_tc, 0.0), 0.0)

@@ -57,6 +57,7 @@ class Switches:
     shared_sectors: bool = True
     tma_engine: bool = True
     stream_k_ceiling: bool = True
+    engine_rows: bool = True
 
     @classmethod
     def of(cls, *sources) -> Switches:
