@@ -248,7 +248,12 @@ def test_each_round_of_picks_has_its_own_name_and_the_committed_ones_are_read_in
                                                       ("h200", "dev", 11, 4), ("h200", "fresh", 9, 5),
                                                       ("h200", "fresh2", 9, 5), ("h200", "fresh3", 9, 3),
                                                       ("h200", "fresh4", 5, 5), ("h200", "fresh5", 6, 6),
-                                                      ("h200", "fresh6", 3, 7), ("h200", "fresh7", 3, 3)])
+                                                      ("h200", "fresh6", 3, 7), ("h200", "fresh7", 3, 3),
+                                                      ("h200", "dev", 12, 4), ("h200", "heldout", 11, 4),
+                                                      ("h200", "fresh", 10, 7), ("h200", "fresh2", 10, 5),
+                                                      ("h200", "fresh3", 10, 5), ("h200", "fresh4", 6, 3),
+                                                      ("h200", "fresh5", 7, 4), ("h200", "fresh6", 4, 8),
+                                                      ("h200", "fresh7", 4, 5)])
 def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     """The lent GPUs' runs of --plan-picks' plans (round 1: step 22's re-ranked firsts that
     the set's runs had not timed, and for the fresh sets step 25's; round 2: step 24's
@@ -259,7 +264,9 @@ def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     round 6, fresh4's 2, fresh5's 3): step 34's; round 9 (the fresh sets' round 7, fresh4's 3,
     fresh5's 4, fresh6's and fresh7's 1): step 35's; round 10 (the fresh sets' round 8,
     fresh4's 4, fresh5's 5, fresh6's and fresh7's 2): step 36's; round 11 (dev's 11, the fresh
-    sets' 9, fresh4's 5, fresh5's 6, fresh6's and fresh7's 3): step 37's; each
+    sets' 9, fresh4's 5, fresh5's 6, fresh6's and fresh7's 3): step 37's; round 12 (dev's 12,
+    heldout's 11, the fresh sets' 10, fresh4's 6, fresh5's 7, fresh6's and fresh7's 4): step
+    38's; each
     beside its shape's fastest timed run): every run
     of the plan, in its order, verified; the shapes are the set's."""
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
