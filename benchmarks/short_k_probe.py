@@ -78,32 +78,22 @@ CTAS_KS = (32, 34, 40, 64)
 # cluster's multicast takes off it: 1, 4 and 16 k-blocks whose pitch is on the line (64j),
 # on the sector but off the line (64j - 16) or off the sector every other row (64j - 8), on
 # 16 CTAs (one SM's cost, nothing shared) and on 132, in clusters of 1, 2x1 and 1x2
-# (tiling: tile_m, tile_n, stages, cluster_m, cluster_n, schedule, epilogue; persistent)
+# ((tiling as above, cluster_n))
 ROWS_SHAPE = (797, 19040)
-ROWS_TILINGS = ((128, 128, 6, 1, 1, "pingpong", "tma"), (128, 128, 6, 2, 1, "pingpong", "tma"),
-                (128, 128, 6, 1, 2, "pingpong", "tma"), (128, 128, 6, 1, 1, "cooperative", "direct"))
+ROWS_TILINGS = (((128, 128, 6, 1, True, "pingpong", "tma"), 1), ((128, 128, 6, 2, True, "pingpong", "tma"), 1),
+                ((128, 128, 6, 1, True, "pingpong", "tma"), 2), ((128, 128, 6, 1, True, "cooperative", "direct"), 1))
 ROWS_KS = tuple(k for j in (1, 4, 16) for k in (64 * j, 64 * j - 16, 64 * j - 8))
 ROWS_CTAS = (16, 132)
 
 
-def config(tiling: tuple, persistent_ctas: int = 0) -> dict:
+def config(tiling: tuple, persistent_ctas: int = 0, cluster_n: int = 1) -> dict:
     """The configuration's fields of one tiling of the tables above (ws-hopper bf16, tile K
     64, grouped raster)."""
     from gemmperf.problem import KernelConfig
 
     tile_m, tile_n, stages, cluster_m, persistent, schedule, epilogue = tiling
     return KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64, stages=stages,
-                        cluster_m=cluster_m, cluster_n=1, persistent=persistent, raster="grouped",
-                        schedule=schedule, epilogue=epilogue, persistent_ctas=persistent_ctas).as_dict()
-
-
-def rows_config(tiling: tuple, persistent_ctas: int) -> dict:
-    """A persistent configuration of ``ROWS_TILINGS`` (ws-hopper bf16, tile K 64, grouped raster)."""
-    from gemmperf.problem import KernelConfig
-
-    tile_m, tile_n, stages, cluster_m, cluster_n, schedule, epilogue = tiling
-    return KernelConfig(family="ws-hopper", dtype="bf16", tile_m=tile_m, tile_n=tile_n, tile_k=64, stages=stages,
-                        cluster_m=cluster_m, cluster_n=cluster_n, persistent=True, raster="grouped",
+                        cluster_m=cluster_m, cluster_n=cluster_n, persistent=persistent, raster="grouped",
                         schedule=schedule, epilogue=epilogue, persistent_ctas=persistent_ctas).as_dict()
 
 
@@ -112,7 +102,7 @@ def tasks(grain: bool = False, ctas: bool = False, rows: bool = False) -> list[d
     with ``grain``, ``--grain``'s; with ``ctas``, ``--ctas``'s; with ``rows``, ``--rows``'."""
     if rows:
         m, n = ROWS_SHAPE
-        return [{"m": m, "n": n, "k": k, **rows_config(tiling, p)} for p in ROWS_CTAS for tiling in ROWS_TILINGS
+        return [{"m": m, "n": n, "k": k, **config(tiling, p, cn)} for p in ROWS_CTAS for tiling, cn in ROWS_TILINGS
                 for k in ROWS_KS]
     if ctas:
         m, n = CTAS_SHAPE
@@ -139,7 +129,8 @@ def read(path: str, gpu: str) -> int:
 
     got = measured(read_csv(path), ("config", "m", "n", "k"))
     key = lambda t: (label(t), str(t["m"]), str(t["n"]), str(t["k"]))  # noqa: E731
-    every = {key(t): t for t in tasks() + tasks(grain=True) + tasks(ctas=True) + tasks(rows=True)}  # a run once, whichever mode
+    # a run once, whichever mode
+    every = {key(t): t for t in tasks() + tasks(grain=True) + tasks(ctas=True) + tasks(rows=True)}
     runs = [t for k, t in every.items() if k in got]
     pred = predicted(runs, gpu=gpu)
     print(f"measured and predicted (in-sample fit of {gpu}), us; measured / predicted")
