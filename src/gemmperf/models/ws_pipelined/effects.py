@@ -225,9 +225,9 @@ def ring_queue(x: Inputs, a, slot_bytes, h):
     queue). benchmarks/ring_depth_probe.py --ctas: with 1-8 CTAs of one tile row a slot's
     round trip is 0.76-0.92 us, by 64 CTAs 1.3-1.9x that, 0.04-0.12 us for each MB of slots
     in flight, while the multiply alone does not move. Where the L2 serves the slots the
-    queue drains faster: unclustered deep rings of problems held in the L2 ran 0.85x the
-    one-rate queue's prediction in sample on both GPUs (benchmarks/MODEL_ACCURACY.md, issue
-    17 step 39). Off: 0."""
+    queue drains faster: the unclustered 64-row rings of more than 15 MB of slots in flight
+    at a hit rate above 0.85 ran 0.93x the one-rate queue's prediction in sample on both
+    GPUs, 0.94x with this one (benchmarks/MODEL_ACCURACY.md, issue 17 step 39). Off: 0."""
     if not x.on.ring_queue:
         return np.zeros(x.shape)
     drain = (1.0 - h) / x.c.dram_eff_bytes_per_us + h / x.c.l2_bytes_per_us
