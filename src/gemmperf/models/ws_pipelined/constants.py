@@ -180,12 +180,10 @@ class PipelinedConstants:
     fixup_sync_us: float = _const(
         fixed(1.0), "us", "a partial's arrival: memory fence, atomic counter round trip, warpgroup barrier",
         0.0, 10.0, rows=k_shared)
-    ring_queue_share: float = _const(
-        fixed(0.2), "share", "share of the wave's ring slots in flight that a slot's load waits behind, each byte "
-        "drained at the rate of the level that serves it (DRAM for the wave's misses, L2 for its hits); "
-        "benchmarks/ring_depth_probe.py --ctas: the round trip grows 1.3-1.9x from 1 to 64 CTAs, 0.04-0.12 us a MB "
-        "of slots from DRAM, 0.12-0.36 at the H100's DRAM rate; the default, 0.2, is what the fits on every "
-        "development row of either GPU find (0.18 and 0.22)", 0.0, 1.0)
+    ring_queue_us_per_mb: float = _const(
+        fixed(0.04), "us/MB", "what a ring slot's round trip waits behind each MB of ring slots in flight on the GPU "
+        "(every CTA of the wave keeps B slots of its A and B boxes in flight; benchmarks/ring_depth_probe.py --ctas: "
+        "the round trip grows 1.3-1.9x from 1 to 64 CTAs, 0.04-0.12 us a MB, the default its lower figure)", 0.0, 0.5)
     held_slots: float = _const(
         fixed(1.0), "slots", "ring slots a consumer holds beyond those in flight: it frees k-block j - 1's slot only "
         "once j's wgmma is issued and j - 1's done (kernels/hopper.cu: one slot)", 0.0, 1.5)
@@ -228,8 +226,6 @@ RETIRED = {
     "latency follows the rows in flight, ring slots included (oob_latency_us, oob_half_rows)",
     "scalar_store_factor": "2-byte epilogue stores; C's rows are padded to 16 bytes since 2026-11-23",
     "scalar_l2_bytes_per_us": "2-byte epilogue stores; C's rows are padded to 16 bytes since 2026-11-23",
-    "ring_queue_us_per_mb": "the queue of ring slots in flight at one rate whatever served them (issue 17 step "
-    "20); since step 39 each byte drains at its level's rate, DRAM or L2 (ring_queue_share)",
 }
 FITTED = tuple(f.name for f in dataclasses.fields(PipelinedConstants) if f.metadata["fit"])
 
