@@ -253,7 +253,12 @@ def test_each_round_of_picks_has_its_own_name_and_the_committed_ones_are_read_in
                                                       ("h200", "fresh", 10, 7), ("h200", "fresh2", 10, 5),
                                                       ("h200", "fresh3", 10, 5), ("h200", "fresh4", 6, 3),
                                                       ("h200", "fresh5", 7, 4), ("h200", "fresh6", 4, 8),
-                                                      ("h200", "fresh7", 4, 5)])
+                                                      ("h200", "fresh7", 4, 5),
+                                                      ("h200", "dev", 13, 6), ("h200", "heldout", 12, 7),
+                                                      ("h200", "fresh", 11, 4), ("h200", "fresh2", 11, 5),
+                                                      ("h200", "fresh3", 11, 3), ("h200", "fresh4", 7, 6),
+                                                      ("h200", "fresh5", 8, 4), ("h200", "fresh6", 5, 10),
+                                                      ("h200", "fresh7", 5, 7)])
 def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     """The lent GPUs' runs of --plan-picks' plans (round 1: step 22's re-ranked firsts that
     the set's runs had not timed, and for the fresh sets step 25's; round 2: step 24's
@@ -266,7 +271,8 @@ def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     fresh4's 4, fresh5's 5, fresh6's and fresh7's 2): step 36's; round 11 (dev's 11, the fresh
     sets' 9, fresh4's 5, fresh5's 6, fresh6's and fresh7's 3): step 37's; round 12 (dev's 12,
     heldout's 11, the fresh sets' 10, fresh4's 6, fresh5's 7, fresh6's and fresh7's 4): step
-    38's; each
+    38's; round 13 (dev's 13, heldout's 12, the fresh sets' 11, fresh4's 7, fresh5's 8,
+    fresh6's and fresh7's 5): step 39's, which was not kept; each
     beside its shape's fastest timed run): every run
     of the plan, in its order, verified; the shapes are the set's."""
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
