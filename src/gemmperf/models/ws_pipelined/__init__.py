@@ -90,8 +90,9 @@ contribution shows):
   integer division, a 64-bit address a load) before the partial's loads issue; split-K's
   slots sit at offsets fixed when the kernel is compiled.
 - ``ring_queue``: a ring slot's round trip waits behind the ring slots in flight on the
-  GPU (each CTA of the wave keeps B slots of its A and B boxes in flight), so a
-  latency-bound ring slows as the wave's CTAs and its depth grow.
+  GPU (each CTA of the wave keeps B slots of its A and B boxes in flight; a slot the L2
+  serves waits in a share of that queue), so a latency-bound ring slows as the wave's
+  CTAs and its depth grow, less where the L2 holds its problem.
 - ``split_row_latency``: a slot's boxes pass through its SM's TMA path, which issues the
   extra requests of rows off their line and sector (``row_alignment``) before the slot
   is full, so a misaligned pitch lengthens a slot's round trip, not only the L2's work.

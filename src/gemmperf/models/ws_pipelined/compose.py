@@ -106,7 +106,7 @@ def wave(x: Inputs, w: Span, h, t_c, pad: E.Padding) -> Wave:
     lines = E.row_alignment(x)
     t_load, l2_bound = E.bandwidth_sharing(x, w, h, a_bytes + b_bytes, pad.loaded, lines)
     z_mc = E.oob_multicast(x, a)
-    lat_wait = (E.boundary_fill(x, a, x.stages) + E.ring_queue(x, a, a_bytes + b_bytes)
+    lat_wait = (E.boundary_fill(x, a, x.stages) + E.ring_queue(x, a, a_bytes + b_bytes, h)
                 + E.split_row_latency(x, a_bytes + b_bytes, lines))
     rest, period = E.pipelining(x, t_load, t_c, lat_wait, z_mc, h)
     writes = EP.dram_writes(x, a_out, t_c)

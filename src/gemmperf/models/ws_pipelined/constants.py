@@ -184,6 +184,10 @@ class PipelinedConstants:
         fixed(0.04), "us/MB", "what a ring slot's round trip waits behind each MB of ring slots in flight on the GPU "
         "(every CTA of the wave keeps B slots of its A and B boxes in flight; benchmarks/ring_depth_probe.py --ctas: "
         "the round trip grows 1.3-1.9x from 1 to 64 CTAs, 0.04-0.12 us a MB, the default its lower figure)", 0.0, 0.5)
+    queue_hit_share: float = _const(
+        fixed(0.5), "share", "share of the queue of slots in flight (ring_queue_us_per_mb) that a slot the L2 serves "
+        "waits in, against a DRAM miss's whole queue: a hit leaves the queue at the L2 (fitted on every development "
+        "row: 0.56 on the H100, 0.38 on the H200; the default midway)", 0.0, 1.0)
     held_slots: float = _const(
         fixed(1.0), "slots", "ring slots a consumer holds beyond those in flight: it frees k-block j - 1's slot only "
         "once j's wgmma is issued and j - 1's done (kernels/hopper.cu: one slot)", 0.0, 1.5)

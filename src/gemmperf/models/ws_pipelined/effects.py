@@ -214,19 +214,24 @@ def ring_saturation(x: Inputs):
     return x.c.ring_saturation_slots ** -1.0 if x.on.ring_saturation else 0.0
 
 
-def ring_queue(x: Inputs, a, slot_bytes):
+def ring_queue(x: Inputs, a, slot_bytes, h):
     """Time lat_q that a ring slot's round trip waits behind the ring slots in flight on
     the GPU (``ring_queue``): each of the wave's ``a`` CTAs keeps its B slots of
     ``slot_bytes`` (its A and B boxes of a k-block, after multicast) in flight, and a load
-    queues behind them,
-        lat_q(a) = ring_queue_us_per_mb * a * B * slot_bytes / 1e6,
+    queues behind them; one the L2 serves leaves the queue sooner, so with the wave's L2
+    hit rate h = ``h`` (``l2_reuse``) and q = ``queue_hit_share``
+        lat_q(a) = ring_queue_us_per_mb * a * B * slot_bytes / 1e6 * ((1 - h) + h * q),
     in the period's latency term only (the fill's first loads are at the head of the
     queue). benchmarks/ring_depth_probe.py --ctas: with 1-8 CTAs of one tile row a slot's
     round trip is 0.76-0.92 us, by 64 CTAs 1.3-1.9x that, 0.04-0.12 us for each MB of slots
-    in flight, while the multiply alone does not move. Off: 0."""
+    in flight, while the multiply alone does not move; the unclustered 64-row rings of
+    more than 15 MB in flight at a hit rate above 0.85 ran 0.93x a queue that charged hits
+    as misses, in sample on both GPUs (benchmarks/MODEL_ACCURACY.md, issue 17 step 40).
+    Both constants carry to another GPU as they are. Off: 0."""
     if not x.on.ring_queue:
         return np.zeros(x.shape)
-    return x.c.ring_queue_us_per_mb * a * x.stages * slot_bytes / 1e6
+    share = (1.0 - h) + h * x.c.queue_hit_share
+    return x.c.ring_queue_us_per_mb * a * x.stages * slot_bytes / 1e6 * share
 
 
 def split_row_latency(x: Inputs, slot_bytes, lines):
