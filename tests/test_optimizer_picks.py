@@ -258,7 +258,12 @@ def test_each_round_of_picks_has_its_own_name_and_the_committed_ones_are_read_in
                                                       ("h200", "fresh", 11, 4), ("h200", "fresh2", 11, 5),
                                                       ("h200", "fresh3", 11, 3), ("h200", "fresh4", 7, 6),
                                                       ("h200", "fresh5", 8, 4), ("h200", "fresh6", 5, 10),
-                                                      ("h200", "fresh7", 5, 7)])
+                                                      ("h200", "fresh7", 5, 7),
+                                                      ("h200", "dev", 14, 4), ("h200", "heldout", 13, 1),
+                                                      ("h200", "fresh", 12, 3), ("h200", "fresh2", 12, 4),
+                                                      ("h200", "fresh3", 12, 3), ("h200", "fresh4", 8, 6),
+                                                      ("h200", "fresh5", 9, 5), ("h200", "fresh6", 6, 5),
+                                                      ("h200", "fresh7", 6, 5)])
 def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     """The lent GPUs' runs of --plan-picks' plans (round 1: step 22's re-ranked firsts that
     the set's runs had not timed, and for the fresh sets step 25's; round 2: step 24's
@@ -272,7 +277,8 @@ def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
     sets' 9, fresh4's 5, fresh5's 6, fresh6's and fresh7's 3): step 37's; round 12 (dev's 12,
     heldout's 11, the fresh sets' 10, fresh4's 6, fresh5's 7, fresh6's and fresh7's 4): step
     38's; round 13 (dev's 13, heldout's 12, the fresh sets' 11, fresh4's 7, fresh5's 8,
-    fresh6's and fresh7's 5): step 39's, which was not kept; each
+    fresh6's and fresh7's 5): step 39's, which was not kept; round 14 (dev's 14, heldout's 13,
+    the fresh sets' 12, fresh4's 8, fresh5's 9, fresh6's and fresh7's 6): step 40's; each
     beside its shape's fastest timed run): every run
     of the plan, in its order, verified; the shapes are the set's."""
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
