@@ -310,7 +310,10 @@ def test_optimize_lists_the_models_best_under_the_answer(capsys):
     assert all(", 4 stages," in line for line in lines[2:])
     code, out, _ = run(capsys, *argv, "--top", "3", "--json")
     top = json.loads(out)[0]["top"]
-    assert code == 0 and len(top) == 3 and top[0]["predicted_us"] <= min(t["predicted_us"] for t in top)
+    # the answer first: no listed configuration faster, but for a tie within float rounding
+    # (configurations the model cannot tell apart, evaluated one at a time and in a batch)
+    fastest = min(t["predicted_us"] for t in top)
+    assert code == 0 and len(top) == 3 and top[0]["predicted_us"] <= fastest * (1 + 1e-12)
 
 
 def _correction_against_128_row_tiles(path: Path) -> Path:
