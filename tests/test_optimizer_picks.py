@@ -215,77 +215,40 @@ def test_each_round_of_picks_has_its_own_name_and_the_committed_ones_are_read_in
     assert [[row["time_us"] for row in rows] for rows in script.picks_rounds("h200", "dev")] == [["1.0"], ["2.0"]]
 
 
-@pytest.mark.parametrize("gpu, name, round_, pairs", [("h100", "dev", 1, 2), ("h100", "heldout", 1, 4),
-                                                      ("h200", "dev", 1, 6), ("h200", "heldout", 1, 4),
-                                                      ("h200", "dev", 2, 7), ("h200", "heldout", 2, 1),
-                                                      ("h200", "dev", 3, 13), ("h200", "heldout", 3, 8),
-                                                      ("h200", "fresh", 1, 6), ("h200", "fresh2", 1, 9),
-                                                      ("h200", "fresh3", 1, 7), ("h200", "dev", 4, 7),
-                                                      ("h200", "heldout", 4, 5), ("h200", "fresh", 2, 9),
-                                                      ("h200", "fresh2", 2, 9), ("h200", "fresh3", 2, 13),
-                                                      ("h200", "dev", 5, 10), ("h200", "heldout", 5, 8),
-                                                      ("h200", "fresh", 3, 9), ("h200", "fresh2", 3, 8),
-                                                      ("h200", "fresh3", 3, 4), ("h200", "dev", 6, 7),
-                                                      ("h200", "heldout", 6, 6), ("h200", "fresh", 4, 6),
-                                                      ("h200", "fresh2", 4, 4), ("h200", "fresh3", 4, 6),
-                                                      ("h200", "fresh5", 1, 3), ("h200", "dev", 7, 4),
-                                                      ("h200", "heldout", 7, 2), ("h200", "fresh", 5, 6),
-                                                      ("h200", "fresh2", 5, 3), ("h200", "fresh3", 5, 2),
-                                                      ("h200", "fresh4", 1, 4), ("h200", "fresh5", 2, 1),
-                                                      ("h200", "dev", 8, 8), ("h200", "heldout", 8, 2),
-                                                      ("h200", "fresh", 6, 3), ("h200", "fresh2", 6, 4),
-                                                      ("h200", "fresh3", 6, 5), ("h200", "fresh4", 2, 4),
-                                                      ("h200", "fresh5", 3, 2), ("h200", "dev", 9, 7),
-                                                      ("h200", "heldout", 9, 5), ("h200", "fresh", 7, 6),
-                                                      ("h200", "fresh2", 7, 8), ("h200", "fresh3", 7, 9),
-                                                      ("h200", "fresh4", 3, 7), ("h200", "fresh5", 4, 7),
-                                                      ("h200", "fresh6", 1, 9), ("h200", "fresh7", 1, 9),
-                                                      ("h200", "dev", 10, 3), ("h200", "heldout", 10, 9),
-                                                      ("h200", "fresh", 8, 5), ("h200", "fresh2", 8, 8),
-                                                      ("h200", "fresh3", 8, 10), ("h200", "fresh4", 4, 6),
-                                                      ("h200", "fresh5", 5, 6), ("h200", "fresh6", 2, 11),
-                                                      ("h200", "fresh7", 2, 6),
-                                                      ("h200", "dev", 11, 4), ("h200", "fresh", 9, 5),
-                                                      ("h200", "fresh2", 9, 5), ("h200", "fresh3", 9, 3),
-                                                      ("h200", "fresh4", 5, 5), ("h200", "fresh5", 6, 6),
-                                                      ("h200", "fresh6", 3, 7), ("h200", "fresh7", 3, 3),
-                                                      ("h200", "dev", 12, 4), ("h200", "heldout", 11, 4),
-                                                      ("h200", "fresh", 10, 7), ("h200", "fresh2", 10, 5),
-                                                      ("h200", "fresh3", 10, 5), ("h200", "fresh4", 6, 3),
-                                                      ("h200", "fresh5", 7, 4), ("h200", "fresh6", 4, 8),
-                                                      ("h200", "fresh7", 4, 5),
-                                                      ("h200", "dev", 13, 6), ("h200", "heldout", 12, 7),
-                                                      ("h200", "fresh", 11, 4), ("h200", "fresh2", 11, 5),
-                                                      ("h200", "fresh3", 11, 3), ("h200", "fresh4", 7, 6),
-                                                      ("h200", "fresh5", 8, 4), ("h200", "fresh6", 5, 10),
-                                                      ("h200", "fresh7", 5, 7),
-                                                      ("h200", "dev", 14, 4), ("h200", "heldout", 13, 1),
-                                                      ("h200", "fresh", 12, 3), ("h200", "fresh2", 12, 4),
-                                                      ("h200", "fresh3", 12, 3), ("h200", "fresh4", 8, 6),
-                                                      ("h200", "fresh5", 9, 5), ("h200", "fresh6", 6, 5),
-                                                      ("h200", "fresh7", 6, 5)])
-def test_the_re_timed_picks_read_back(gpu, name, round_, pairs):
-    """The lent GPUs' runs of --plan-picks' plans (round 1: step 22's re-ranked firsts that
-    the set's runs had not timed, and for the fresh sets step 25's; round 2: step 24's
-    that neither they nor round 1 had timed, and for the fresh sets step 26's; round 3:
-    step 25's; round 4: step 26's; round 5 (the fresh sets' round 3): step 32's; round 6
-    (the fresh sets' round 4, fresh5's round 1): step 32's after the stream-K stores fix; round
-    7 (the fresh sets' round 5, fresh4's 1, fresh5's 2): step 33's; round 8 (the fresh sets'
-    round 6, fresh4's 2, fresh5's 3): step 34's; round 9 (the fresh sets' round 7, fresh4's 3,
-    fresh5's 4, fresh6's and fresh7's 1): step 35's; round 10 (the fresh sets' round 8,
-    fresh4's 4, fresh5's 5, fresh6's and fresh7's 2): step 36's; round 11 (dev's 11, the fresh
-    sets' 9, fresh4's 5, fresh5's 6, fresh6's and fresh7's 3): step 37's; round 12 (dev's 12,
-    heldout's 11, the fresh sets' 10, fresh4's 6, fresh5's 7, fresh6's and fresh7's 4): step
-    38's; round 13 (dev's 13, heldout's 12, the fresh sets' 11, fresh4's 7, fresh5's 8,
-    fresh6's and fresh7's 5): step 39's, which was not kept; round 14 (dev's 14, heldout's 13,
-    the fresh sets' 12, fresh4's 8, fresh5's 9, fresh6's and fresh7's 6): step 40's; each
-    beside its shape's fastest timed run): every run
-    of the plan, in its order, verified; the shapes are the set's."""
+def _picks_plans() -> list[tuple[str, str, int]]:
+    """(gpu, set, round) of every committed --plan-picks plan
+    (benchmarks/results/optimizer_picks/plan_<gpu>_<set>-picks<round>.csv; round 1 unnumbered)."""
+    out = []
+    for path in sorted((ROOT / "benchmarks" / "results" / "optimizer_picks").glob("plan_*-picks*.csv")):
+        gpu, rest = path.stem.removeprefix("plan_").split("_", 1)
+        name, round_ = rest.split("-picks")
+        out.append((gpu, name, int(round_ or 1)))
+    return sorted(out)
+
+
+def test_the_committed_rounds_of_picks_are_found():
+    """The rounds the read-back test below is run over: each GPU's sets, rounds numbered
+    from 1 with no gap (picks_rounds stops at the first gap), 94 plans as of round 14."""
+    plans = _picks_plans()
+    assert len(plans) >= 94
+    for gpu, name in {(g, n) for g, n, _ in plans}:
+        assert sorted(r for g, n, r in plans if (g, n) == (gpu, name)) == list(
+            range(1, 1 + sum((g, n) == (gpu, name) for g, n, _ in plans)))
+
+
+@pytest.mark.parametrize("gpu, name, round_", _picks_plans())
+def test_the_re_timed_picks_read_back(gpu, name, round_):
+    """Each committed --plan-picks plan (the re-ranked firsts a model step moved to
+    configurations no run had timed, each beside its shape's fastest timed run; which step
+    each round came from: the GPU's shipped answers README) has its run on the lent GPU:
+    every run of the plan, in its order, in pairs "corrected-1" then "best-timed", verified;
+    the shapes are the set's."""
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
     plan = script.read_plan(script.plan_path(script.picks_name(name, round_), gpu))
     with open(script.run_path(script.picks_name(name, round_), gpu)) as f:
         rows = list(csv.DictReader(f))
-    assert [r["kinds"] for r in rows] == ["corrected-1", "best-timed"] * pairs
+    assert plan and len(plan) % 2 == 0
+    assert [r["kinds"] for r in rows] == ["corrected-1", "best-timed"] * (len(plan) // 2)
     assert [(r["shape"], r["config"]) for r in rows] == [(f"{t['m']}x{t['n']}x{t['k']}", script.label(t)["config"])
                                                          for t in plan]
     assert all(r["status"] == "ok" for r in rows)

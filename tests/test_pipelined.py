@@ -359,10 +359,10 @@ def test_boundary_fill_latency_follows_the_zero_filled_rows_in_flight():
 def test_a_full_wave_pays_for_its_zero_fill_more_than_a_few_ctas():
     """The probe's 128x64 tiles at M = 1 and M = 128, 4 stages: with 32 CTAs the zero fill
     adds a little to the period, with a full wave of 132 much more (measured 0.36 against
-    0.30 us, 1.20x, and 0.92 against 0.45 us, 2.04x; the defaults' zero fill alone 1.21x). The L2 serves M = 128's shared A rows, M = 1's
-    single row hardly, so what follows the hit rate is held out (hit_latency, and
-    ring_queue, whose hits wait in a share of the queue): the zero fill's share alone
-    compared."""
+    0.30 us, 1.20x, and 0.92 against 0.45 us, 2.04x; the defaults' zero fill alone 1.21x).
+    The L2 serves M = 128's shared A rows, M = 1's single row hardly, so what follows the
+    hit rate is held out (hit_latency, and ring_queue, whose hits wait in a share of the
+    queue): the zero fill's share alone compared."""
     df = rows(m=[1, 128, 1, 128], n=[2048, 2048, 8448, 8448], k=[8192] * 4, tile_m=[128] * 4, tile_n=[64] * 4,
               stages=[4] * 4, persistent=[True] * 4)
     p = W.predict(df, PS, hit_latency=False, ring_queue=False)["stage_period_us"].to_numpy()
