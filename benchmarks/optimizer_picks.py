@@ -41,11 +41,16 @@ the whole space (20,616 configurations): a regret here is a lower bound.
     python benchmarks/optimizer_picks.py --plan-picks [h100|h200]
     python benchmarks/optimizer_picks.py --band
     python benchmarks/optimizer_picks.py --runs [h100|h200]
+    python benchmarks/optimizer_picks.py --rules [h100|h200]
     PYTHONPATH=src:benchmarks python3 benchmarks/optimizer_picks.py --set dev-picks [--gpu h200] [--out run.csv]
 
 ``--runs`` (development machine) predicts every verified run of the committed sets with
 this tree's fit and correction: the error by K and by the list that named a run (the
 sampled configurations against the model's own picks).
+
+``--rules`` ranks each shape's timed runs by the fitted model, the corrected one and
+blends of the two (``RULES``) and scores each ranking's first: whether another rule than
+`--corrected`'s would pick better among the configurations timed.
 
 ``--rescore`` (development machine, no GPU) scores the committed runs with this tree's fit
 and correction: what `optimize --corrected` now answers for each fresh shape, where that
@@ -84,12 +89,16 @@ FAMILY = "ws-hopper"
 # on 2026-12-03 ~11:00 UTC with the model at step 32, to score the answer, its time and
 # the band where nothing after step 26 was looked at; "fresh6" and "fresh7" drawn on
 # 2026-12-03 ~18:00 UTC with the model at step 34, to score them where steps 33 and 34
-# (both found on answers and development rows) were not looked at
+# (both found on answers and development rows) were not looked at; "fresh8" and "fresh9"
+# drawn on 2026-12-04 ~23:55 UTC with the model at step 40, after two steps that cost the
+# earlier sets' answers, to score the answer where steps 35-40 were not looked at
 SETS = {"dev": 20261128, "heldout": 20261129, "fresh": 20261130, "fresh2": 20261201, "fresh3": 20261202,
-        "fresh4": 20261203, "fresh5": 20261204, "fresh6": 20261205, "fresh7": 20261206}
+        "fresh4": 20261203, "fresh5": 20261204, "fresh6": 20261205, "fresh7": 20261206, "fresh8": 20261207,
+        "fresh9": 20261208}
 # the sets in the order drawn, those drawn together in one draw: --band scores each draw by
 # the band of the draws before it (what a user had when its shapes came)
-DRAWS = (("dev",), ("heldout",), ("fresh",), ("fresh2", "fresh3"), ("fresh4", "fresh5"), ("fresh6", "fresh7"))
+DRAWS = (("dev",), ("heldout",), ("fresh",), ("fresh2", "fresh3"), ("fresh4", "fresh5"), ("fresh6", "fresh7"),
+         ("fresh8", "fresh9"))
 COUNT = 40
 TOP = 8  # the shortlist timed per shape (--top 8)
 CORRECTED_TOP = 4
@@ -498,6 +507,70 @@ def rescore(gpu_key: str, plan_untimed: bool = False) -> list[str]:
     return out
 
 
+def committed_runs(gpu_key: str):
+    """Every verified run of every committed set on GPUS[gpu_key] (not the ``--plan-picks``
+    rounds), one row each with its ``set``, ``kinds`` and ``time_us``, predicted by this
+    tree's fit and correction of the GPU's development rows (``predicted_us``,
+    ``corrected_us``)."""
+    import polars as pl
+    from probes import read_csv
+
+    from gemmperf.models import predict
+
+    _, fitted, corr = workflow_fit(gpu_key)
+    rows = []
+    for name in SETS:
+        if not (plan_path(name, gpu_key).is_file() and run_path(name, gpu_key).is_file()):
+            continue
+        rows += [{**r, "set": name}
+                 for r in timed_rows(read_csv(run_path(name, gpu_key)), read_plan(plan_path(name, gpu_key)))]
+    return corr(predict(pl.DataFrame(rows), fitted, "ws-pipelined"))
+
+
+# --rules: rankings of a shape's timed runs, each (w, p) in the score
+# (1 - w) log(fitted) + w log(corrected) + p |log(corrected) - log(fitted)|: (0, 0) the
+# fitted model, (1, 0) `--corrected`, p > 0 a penalty on how far the correction moves a run
+RULES = {"fitted": (0.0, 0.0), "blend 0.25": (0.25, 0.0), "blend 0.5": (0.5, 0.0), "blend 0.75": (0.75, 0.0),
+         "corrected": (1.0, 0.0), "corr + 0.25 d": (1.0, 0.25), "corr + 0.5 d": (1.0, 0.5),
+         "corr + 1 d": (1.0, 1.0)}
+
+
+def ranked_first_regret(runs, weight: float, penalty: float = 0.0):
+    """Per (set, shape) of ``runs`` (``committed_runs``' columns): the regret % against the
+    shape's fastest timed run of the run that the score (1 - weight) log(predicted_us) +
+    weight log(corrected_us) + penalty |log(corrected_us / predicted_us)| ranks first among
+    the shape's timed runs, runs tied for first counted at their mean time."""
+    import polars as pl
+
+    fitted, corrected = pl.col("predicted_us").log(), pl.col("corrected_us").log()
+    score = (1.0 - weight) * fitted + weight * corrected + penalty * (corrected - fitted).abs()
+    return (runs.with_columns(score=score).group_by("set", "m", "n", "k")
+            .agg(best=pl.col("time_us").min(),
+                 first=pl.col("time_us").filter(pl.col("score") == pl.col("score").min()).mean())
+            .with_columns(regret_pct=(pl.col("first") / pl.col("best") - 1.0) * 100.0))
+
+
+def rule_regrets(gpu_key: str) -> list[str]:
+    """Each of RULES ranking the timed runs of each shape of the committed sets on
+    GPUS[gpu_key] (this tree's fit and correction): the first's mean regret %, how many
+    shapes within 1%, and the mean by set. Every shape's candidates are the runs its set
+    timed (the answers and shortlists of the model of the day, its sample), so a rule is
+    scored without new GPU time, but only among those: not the regret of the rule's
+    answer over the whole space."""
+    import polars as pl
+
+    runs = committed_runs(gpu_key)
+    lines = [f"{gpu_key}: each shape's timed runs ranked by a rule, the first's regret % against the fastest "
+             f"({len(runs)} runs)"]
+    for rule, (weight, penalty) in RULES.items():
+        r = ranked_first_regret(runs, weight, penalty)
+        by_set = r.group_by("set").agg(pl.col("regret_pct").mean()).sort("set")
+        lines.append(f"  {rule:14s} mean {r['regret_pct'].mean():5.2f}  within 1%: "
+                     f"{(r['regret_pct'] <= 1.0).sum()}/{len(r)}   "
+                     + "  ".join(f"{name} {v:.2f}" for name, v in by_set.iter_rows()))
+    return lines
+
+
 def run_errors(gpu_key: str) -> list[str]:
     """Every verified run of every committed set (not the ``--plan-picks`` rounds) predicted
     by this tree's fit and correction of GPUS[gpu_key]'s development rows: absolute error %
@@ -506,18 +579,8 @@ def run_errors(gpu_key: str) -> list[str]:
     sampled configurations, or only the model's own lists: the answer, the shortlists),
     where the model's picks show what its ranking believes of them."""
     import polars as pl
-    from probes import read_csv
 
-    from gemmperf.models import predict
-
-    gpu, fitted, corr = workflow_fit(gpu_key)
-    rows = []
-    for name in SETS:
-        if not (plan_path(name, gpu_key).is_file() and run_path(name, gpu_key).is_file()):
-            continue
-        rows += [{**r, "sampled": "sample" in r["kinds"].split()}
-                 for r in timed_rows(read_csv(run_path(name, gpu_key)), read_plan(plan_path(name, gpu_key)))]
-    out = corr(predict(pl.DataFrame(rows), fitted, "ws-pipelined"))
+    out = committed_runs(gpu_key).with_columns(sampled=pl.col("kinds").str.split(" ").list.contains("sample"))
     out = out.with_columns(k_class=pl.when(pl.col("k") <= 64).then(pl.lit("K <= 64"))
                            .when(pl.col("k") <= 256).then(pl.lit("64 < K <= 256")).otherwise(pl.lit("K > 256")),
                            lists=pl.when(pl.col("sampled")).then(pl.lit("sampled")).otherwise(pl.lit("model's")))
@@ -616,12 +679,12 @@ def main(argv=None) -> int:
             raise SystemExit(f"{argv[0]} {gpu_key}: expected one of {', '.join(GPUS)}")
         print("\n".join(rescore(gpu_key, plan_untimed=argv[0] == "--plan-picks")))
         return 0
-    if argv[:1] == ["--runs"]:
+    if argv[:1] in (["--runs"], ["--rules"]):
         sys.path.insert(0, str(ROOT / "src"))
         gpu_key = argv[1] if len(argv) > 1 else "h200"
         if gpu_key not in GPUS:
-            raise SystemExit(f"--runs {gpu_key}: expected one of {', '.join(GPUS)}")
-        print("\n".join(run_errors(gpu_key)))
+            raise SystemExit(f"{argv[0]} {gpu_key}: expected one of {', '.join(GPUS)}")
+        print("\n".join(run_errors(gpu_key) if argv[0] == "--runs" else rule_regrets(gpu_key)))
         return 0
     if argv[:1] == ["--band"]:
         sys.path.insert(0, str(ROOT / "src"))

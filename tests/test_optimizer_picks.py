@@ -24,11 +24,12 @@ def test_the_plans_hold_fresh_shapes_and_legal_runs_named_once():
     script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
     sets = {name: [(s.m, s.n, s.k) for s in shapes] for name, shapes in script.fresh_shapes().items()}
     known = {(s.m, s.n, s.k) for p in (ROOT / "testlists").glob("*.csv") for s in read_testlist(p)}
-    assert list(sets) == ["dev", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7"]
+    assert list(sets) == ["dev", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7",
+                          "fresh8", "fresh9"]
     assert [name for draw in script.DRAWS for name in draw] == list(sets)
     assert not any(set(sets[a]) & set(sets[b]) for a, b in itertools.combinations(sets, 2))
     planned = [(name, gpu) for name in sets for gpu in script.GPUS if script.plan_path(name, gpu).is_file()]
-    fresh = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7")
+    fresh = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9")
     assert {(n, g) for n in ("dev", "heldout") for g in script.GPUS} | {(n, "h200") for n in fresh} == set(planned)
     for name, gpu in planned:
         shapes = sets[name]
@@ -321,3 +322,26 @@ def test_run_errors_predict_every_verified_run_by_k_and_by_the_list_that_named_i
     lines = script.run_errors("h200")
     assert "all" in lines[1] and " 29 runs" in lines[1] and len(lines) > 2
     assert all("fitted 20.00% (1.250x)" in x and "corrected  0.00% (1.000x)" in x for x in lines[1:])
+
+
+def test_a_rule_is_scored_by_the_run_it_ranks_first_among_the_timed_ones():
+    """ranked_first_regret: per shape, the run the score ranks first against the fastest
+    timed run; the fitted model (weight 0), the corrected one (1) and a blend pick
+    differently where they disagree, and runs tied for first count at their mean."""
+    import polars as pl
+
+    script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
+    runs = pl.DataFrame({"set": ["dev"] * 5, "m": [1, 1, 1, 2, 2], "n": [8] * 5, "k": [64] * 5,
+                         "time_us": [10.0, 12.0, 15.0, 20.0, 30.0],
+                         "predicted_us": [9.0, 8.0, 11.0, 5.0, 5.0],
+                         "corrected_us": [9.5, 13.0, 9.0, 6.0, 7.0]})
+    regret = lambda w: dict(script.ranked_first_regret(runs, w).select("m", "regret_pct").iter_rows())  # noqa: E731
+    fitted, corrected, blend = regret(0.0), regret(1.0), regret(0.5)
+    assert fitted[1] == pytest.approx(20.0) and fitted[2] == pytest.approx(25.0)  # 12 over 10; (20 + 30) / 2 over 20
+    assert corrected[1] == pytest.approx(50.0) and corrected[2] == pytest.approx(0.0)
+    # blend: sqrt(9 * 9.5) = 9.25, sqrt(8 * 13) = 10.20, sqrt(11 * 9) = 9.95 -> the first run
+    assert blend[1] == pytest.approx(0.0)
+    # the corrected time, each run's |log(corrected / fitted)| once more against it:
+    # 9.5 * 9.5 / 9 = 10.03, 13 * 13 / 8 = 21.1, 9 * 11 / 9 = 11 -> the first run
+    penalized = dict(script.ranked_first_regret(runs, 1.0, 1.0).select("m", "regret_pct").iter_rows())
+    assert penalized[1] == pytest.approx(0.0)
