@@ -1120,14 +1120,38 @@ def test_a_held_slot_and_the_round_trip_without_the_transfer():
     for col in ("fill_us", "stage_load_us", "stage_math_us", "init_us"):
         assert on[col].to_list() == off[col].to_list()
     # the free slots: B - h, and B off
-    b = np.array([2.0, 4.0, 8.0])
-    assert np.all(E.free_slots(SimpleNamespace(stages=b, c=c, on=SimpleNamespace(slot_release=True)))
+    b, wide = np.array([2.0, 4.0, 8.0]), np.full(3, 128)
+    assert np.all(E.free_slots(SimpleNamespace(stages=b, tile_m=wide, c=c, on=SimpleNamespace(slot_release=True)))
                   == b - c.held_slots)
-    assert np.all(E.free_slots(SimpleNamespace(stages=b, c=c, on=SimpleNamespace(slot_release=False))) == b)
+    assert np.all(E.free_slots(SimpleNamespace(stages=b, tile_m=wide, c=c,
+                                               on=SimpleNamespace(slot_release=False))) == b)
     # a held share above B - 1 leaves one slot (a one-slot ring is serial), never none
     many = dataclasses.replace(c, held_slots=1.5)
-    assert list(E.free_slots(SimpleNamespace(stages=np.array([1.0, 2.0, 4.0]), c=many,
+    assert list(E.free_slots(SimpleNamespace(stages=np.array([1.0, 2.0, 4.0]), tile_m=wide, c=many,
                                              on=SimpleNamespace(slot_release=True)))) == [1.0, 1.0, 2.5]
+
+
+def test_a_64_row_tile_holds_its_own_share_of_slots():
+    """short_tile_held_slots: a 64-row tile's consumer, whose multiply is short, holds its
+    slot while it waits for the next k-block, so its ring has B - h64 free slots while the
+    128- and 256-row tiles' have B - h; a share from 0 to 1.5 slots, the kernel's one by
+    default. A larger h64 slows a latency-bound ring of 64-row tiles and leaves the others'."""
+    c = W.default_constants(GPU)
+    assert 0.0 <= c.short_tile_held_slots <= 1.5
+    meta = next(f.metadata for f in dataclasses.fields(c) if f.name == "short_tile_held_slots")
+    assert meta["unit"] == "slots" and meta["range"] == (0.0, 1.5)
+    split = dataclasses.replace(c, held_slots=0.5, short_tile_held_slots=0.8)
+    b, tiles = np.array([4.0, 4.0, 4.0]), np.array([64, 128, 256])
+    free = E.free_slots(SimpleNamespace(stages=b, tile_m=tiles, c=split, on=SimpleNamespace(slot_release=True)))
+    assert list(free) == [3.2, 3.5, 3.5]
+    slow = C.with_values(PS, "ws-hopper", "bf16", {"ring_extra_latency_us": 1.0})  # the round trip binds
+    df = pl.concat([_decode(m=m, n=64 * 4, stages=4, tile_m=m, tile_n=64, persistent=True, raster="row", k=16384)
+                    for m in (64, 128)])
+    base = W.predict(df, C.with_values(slow, "ws-hopper", "bf16", {"short_tile_held_slots": 0.5}))
+    more = W.predict(df, C.with_values(slow, "ws-hopper", "bf16", {"short_tile_held_slots": 1.0}))
+    assert (base["limiter"] == "latency").all()
+    assert more["stage_period_us"][0] > base["stage_period_us"][0]
+    assert more["stage_period_us"][1] == base["stage_period_us"][1]
 
 
 def test_a_deep_ring_saturates():
@@ -1146,7 +1170,7 @@ def test_a_deep_ring_saturates():
     deeper_on = on["stage_period_us"][1] / on["stage_period_us"][0]
     deeper_off = off["stage_period_us"][1] / off["stage_period_us"][0]
     assert deeper_off < deeper_on < 1.0
-    h, sat = c.held_slots, c.ring_saturation_slots
+    h, sat = c.short_tile_held_slots, c.ring_saturation_slots  # 64-row tiles
     assert deeper_on == pytest.approx((1 / (8 - h) + 1 / sat) / (1 / (4 - h) + 1 / sat), rel=0.05)
     assert E.ring_saturation(SimpleNamespace(c=c, on=SimpleNamespace(ring_saturation=False))) == 0.0
 

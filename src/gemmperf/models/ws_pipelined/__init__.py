@@ -102,7 +102,8 @@ contribution shows):
 - ``slot_release``: the consumer frees a k-block's slot only once the next k-block's
   multiply is issued, so h of the B slots are held (B - h rotate), and a slot's round trip
   is its load's latency and its multiply (its share of the bandwidth is ring_queue's wait
-  and the period's x term).
+  and the period's x term); a 64-row tile, whose multiply is short, holds a share of its
+  own (``short_tile_held_slots``).
 - ``ring_saturation``: each slot a CTA keeps in flight lengthens its own slots' round trip,
   so a deeper ring gains less than 1 / (B - h).
 - ``partial_stores``: the epilogue stores only a tile's part inside C (predicated direct

@@ -191,6 +191,12 @@ class PipelinedConstants:
     held_slots: float = _const(
         fixed(1.0), "slots", "ring slots a consumer holds beyond those in flight: it frees k-block j - 1's slot only "
         "once j's wgmma is issued and j - 1's done (kernels/hopper.cu: one slot)", 0.0, 1.5)
+    short_tile_held_slots: float = _const(
+        fixed(1.0), "slots", "held_slots for 64-row tiles, whose k-block multiply is short: a consumer frees slot "
+        "j - 1 once j has arrived, so in a latency-bound ring it holds a slot for about a period; the round trip "
+        "counts the multiply as well, and the held share the data fit falls as the multiply grows (fitted on every "
+        "development row 0.79 on the H100 and 0.77 on the H200, held_slots 0.58 and 0.59; default the kernel's one "
+        "slot, as held_slots')", 0.0, 1.5, rows=lambda v: v["tile_m"] < 128)
     ring_saturation_slots: float = _const(
         fixed(12.0), "slots", "slots a CTA keeps in flight at which its own slots' round trip has doubled: each "
         "slot in flight lengthens it by 1/this (default: the order the H100's development data fit, 11)", 2.0, 200.0)

@@ -195,10 +195,14 @@ def free_slots(x: Inputs):
     and the transfer term x of the period, not a third time in the cycle.
     benchmarks/ring_depth_probe.py's 32-CTA rings: (L0 + Tc) / (B - 1) with L0 about
     0.75 us; on the development data the held share fits at 0.8 slots with
-    ``ring_saturation``. Off: B slots, and x in the round trip."""
+    ``ring_saturation``. A 64-row tile's multiply is short: its consumer waits for the next
+    k-block with the slot still held, about a period, so its share is
+    ``short_tile_held_slots`` (the round trip counts the multiply too, so the share the
+    data fit falls as the multiply grows). Off: B slots, and x in the round trip."""
     if not x.on.slot_release:
         return x.stages.astype(np.float64)
-    return x.stages - np.minimum(x.c.held_slots, x.stages - 1.0)
+    held = np.where(x.tile_m < 128, x.c.short_tile_held_slots, x.c.held_slots)
+    return x.stages - np.minimum(held, x.stages - 1.0)
 
 
 def ring_saturation(x: Inputs):
