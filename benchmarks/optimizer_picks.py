@@ -48,8 +48,9 @@ the whole space (20,616 configurations): a regret here is a lower bound.
 this tree's fit and correction: the error by K and by the list that named a run (the
 sampled configurations against the model's own picks).
 
-``--rules`` ranks each shape's timed runs by the fitted model, the corrected one and
-blends of the two (``RULES``) and scores each ranking's first: whether another rule than
+``--rules`` ranks each shape's timed runs by the fitted model, the corrected one, blends
+of the two and the corrected time with a penalty on how far the correction moves a run
+(``RULES``) and scores each ranking's first: whether another rule than
 `--corrected`'s would pick better among the configurations timed.
 
 ``--rescore`` (development machine, no GPU) scores the committed runs with this tree's fit

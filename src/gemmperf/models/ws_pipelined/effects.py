@@ -194,9 +194,10 @@ def free_slots(x: Inputs):
     multiply; its share of the wave's bandwidth is the queue it waits in (``ring_queue``)
     and the transfer term x of the period, not a third time in the cycle.
     benchmarks/ring_depth_probe.py's 32-CTA rings: (L0 + Tc) / (B - 1) with L0 about
-    0.75 us; on the development data the held share fits at 0.8 slots with
-    ``ring_saturation``. A 64-row tile's multiply is short: its consumer waits for the next
-    k-block with the slot still held, about a period, so its share is
+    0.75 us; on the development data the held share fitted 0.8 slots with
+    ``ring_saturation`` at step 25, and 0.58-0.59 for 128- and 256-row tiles since step
+    41 gave the 64-row ones their own. A 64-row tile's multiply is short: its consumer
+    waits for the next k-block with the slot still held, about a period, so its share is
     ``short_tile_held_slots`` (the round trip counts the multiply too, so the share the
     data fit falls as the multiply grows). Off: B slots, and x in the round trip."""
     if not x.on.slot_release:
