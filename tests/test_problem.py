@@ -95,3 +95,32 @@ def test_parse_shape_limits_are_the_named_ones():
     with pytest.raises(UserError, match="2\\*M\\*N\\*K"):
         parse_shape("4096x4096x1000000000")
     assert parse_shape("4096x128000x7168").flops <= MAX_FLOPS
+
+
+def test_a_configurations_name_reads_back_as_the_configuration(repo_root):
+    """KernelConfig.from_key inverts key(): every configuration the shipped timed answers
+    name, and one with every option away from its default."""
+    import csv
+
+    names = {row["config"] for path in (repo_root / "results").glob("*/shipped/answers/*.csv")
+             for row in csv.DictReader(open(path))}
+    assert len(names) > 2000
+    for name in names:
+        assert KernelConfig.from_key(name).key() == name
+    every = KernelConfig(family="ws-ampere", dtype="fp16", tile_k=32, stages=3, persistent=True, raster="grouped",
+                         mode="epilogue-only", epilogue="tma", schedule="pingpong", group_m=4, persistent_ctas=66,
+                         split_k=2, stream_k=True)
+    assert KernelConfig.from_key(every.key()) == every
+
+
+@pytest.mark.parametrize("name, fragment", [
+    ("nonsense", "not a configuration's name"),
+    ("ws-hopper-bf16-128x128x64-s4-c1x1-np-row-full-foo3", "unknown option 'foo3'"),
+    ("ws-hopper-bf16-128x128x64-s4-c1x1-np-row-full-epifoo", "known epilogues"),
+    ("ws-hopper-bf16-128x128x64-s4-c1x1-np-row-full-g8", "not as key() names it"),  # the default group, named
+    ("ws-hopper-bf16-128x128x64-s0-c1x1-np-row-full", "stages must be a positive integer"),
+])
+def test_a_name_key_would_not_write_is_refused_naming_it(name, fragment):
+    with pytest.raises(UserError) as err:
+        KernelConfig.from_key(name)
+    assert fragment in str(err.value) and name in str(err.value)

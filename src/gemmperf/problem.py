@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -209,6 +210,40 @@ class KernelConfig:
             f"-s{self.stages}-c{self.cluster_m}x{self.cluster_n}-{p}-{self.raster}-{self.mode}{extra}"
         )
 
+    @classmethod
+    def from_key(cls, text: str) -> KernelConfig:
+        """The configuration ``key()`` names (the runs of the timed answers name theirs so);
+        a name ``key()`` would not write stops with one message naming it."""
+        m = _KEY.fullmatch(text.strip())
+        if m is None:
+            raise UserError(f"configuration {text!r}: not a configuration's name "
+                            "(family-dtype-MxNxK-sS-cMxN-p|np-raster-mode[-options])")
+        g = m.groupdict()
+        fields = {"family": g["family"], "dtype": g["dtype"], "tile_m": int(g["tm"]), "tile_n": int(g["tn"]),
+                  "tile_k": int(g["tk"]), "stages": int(g["stages"]), "cluster_m": int(g["cm"]),
+                  "cluster_n": int(g["cn"]), "persistent": g["p"] == "p", "raster": g["raster"], "mode": g["mode"]}
+        options = {"g": "group_m", "ctas": "persistent_ctas", "sk": "split_k"}
+        for option in filter(None, (g["options"] or "").split("-")):
+            number = option.lstrip("abcdefghijklmnopqrstuvwxyz")
+            name = option[:len(option) - len(number)]
+            if option.startswith("epi") and not number:
+                fields["epilogue"] = option[3:]
+            elif option in SCHEDULES and not number:
+                fields["schedule"] = option
+            elif option == "streamk":
+                fields["stream_k"] = True
+            elif name in options and number.isdigit():
+                fields[options[name]] = int(number)
+            else:
+                raise UserError(f"configuration {text!r}: unknown option {option!r}")
+        try:
+            config = cls(**fields)
+        except UserError as err:
+            raise UserError(f"configuration {text!r}: {err}") from None
+        if config.key() != text.strip():
+            raise UserError(f"configuration {text!r}: not as key() names it ({config.key()!r})")
+        return config
+
     @property
     def cluster_size(self) -> int:
         return self.cluster_m * self.cluster_n
@@ -221,6 +256,15 @@ class KernelConfig:
 
 
 CONFIG_COLUMNS = tuple(f.name for f in dataclasses.fields(KernelConfig))
+
+def _one_of(names) -> str:
+    return "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+
+
+# KernelConfig.key()'s names: the options after the mode are those that differ from their defaults
+_KEY = re.compile(rf"(?P<family>{_one_of(FAMILIES)})-(?P<dtype>{_one_of(DTYPE_BYTES)})"
+                  r"-(?P<tm>\d+)x(?P<tn>\d+)x(?P<tk>\d+)-s(?P<stages>\d+)-c(?P<cm>\d+)x(?P<cn>\d+)-(?P<p>p|np)"
+                  rf"-(?P<raster>{_one_of(RASTERS)})-(?P<mode>{_one_of(MODES)})(?P<options>(?:-[a-z]+\d*)*)")
 # Dimensions added after measurements were first shipped (issues 15 and 16): a table
 # without them was measured at their defaults.
 LATER_CONFIG_COLUMNS = ("epilogue", "schedule", "group_m", "persistent_ctas", "split_k", "stream_k")
