@@ -9,8 +9,13 @@ list (results/<gpu>/sealed/<dtype>/sealed.csv) is read only with ``--sealed``, w
 on all the development data and scores the sealed list:
 run it once, at the end, and report what it prints.
 
+``--with-answers`` gives each fold's residual correction the GPU's timed optimizer answers
+too (benchmarks/optimizer_picks.py's committed sets, shapes no testlist holds; bf16): the
+correction then learns the region of the space the optimizer ranks in. The constants are
+fitted on the testlists' rows alone either way.
+
     python benchmarks/accuracy_protocol.py [--gpu h100-sxm5-80gb] [--dtype bf16] [--jobs 2]
-        [--grouping testlist,nk] [--out DIR] [--sealed]
+        [--grouping testlist,nk] [--out DIR] [--sealed] [--with-answers]
 
 Prints one table per split (model x class: rows, shapes, MAPE, p95, Spearman, regret)
 and the targets; with --out writes the predictions (parquet) and the summaries (CSV).
@@ -44,6 +49,16 @@ def measurement_files(gpu: str, dtype: str) -> dict[str, Path]:
     if sealed.is_file():
         files[SEALED] = sealed
     return files
+
+
+def answer_rows(gpu: str):
+    """The timed optimizer answers of ``gpu`` (a slug) as task rows with ``time_us``: every
+    verified run of optimizer_picks.py's committed sets (bf16)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import optimizer_picks
+
+    key = {slug: key for key, slug in optimizer_picks.GPUS.items()}[gpu]
+    return optimizer_picks.answer_rows(key).drop("set", "kinds")
 
 
 def show(summary, title: str, key: str = "class") -> None:
@@ -95,7 +110,11 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=0, help="worker processes (0: every core)")
     p.add_argument("--out", default="", help="folder for predictions.parquet and summaries")
     p.add_argument("--sealed", action="store_true", help="score the sealed list (once, at the end)")
+    p.add_argument("--with-answers", action="store_true",
+                   help="each fold's correction also learns from the GPU's timed optimizer answers")
     args = p.parse_args(argv)
+    if args.with_answers and args.dtype != "bf16":
+        p.error("--with-answers: the timed optimizer answers are bf16")
     sys.path.insert(0, str(ROOT / "src"))
     import polars as pl
 
@@ -116,6 +135,10 @@ def main(argv=None) -> int:
           f"{dev.get_column('nk').n_unique()} weight matrices, testlists "
           + ", ".join(f"{t} {n}" for t, n in dev.group_by("testlist").len().sort("testlist").iter_rows()))
     print(f"libraries: {libraries()}")
+    answers = answer_rows(args.gpu) if args.with_answers else None
+    if answers is not None:
+        print(f"each fold's correction also learns from {answers.height} timed optimizer answers "
+              f"({answers.select('m', 'n', 'k').unique().height} shapes no testlist holds)")
     out = Path(args.out) if args.out else None
     if out:
         out.mkdir(parents=True, exist_ok=True)
@@ -130,7 +153,7 @@ def main(argv=None) -> int:
             held = P.development({SEALED: tables.read_measurements(sealed)})
             preds = P.score_heldout(dev, held, pset)
         else:
-            preds = P.evaluate(dev, pset, grouping, jobs=jobs)
+            preds = P.evaluate(dev, pset, grouping, jobs=jobs, correction_rows=answers)
         preds, why = P.with_nvmmh(preds, gpu)
         columns = {**P.COLUMNS, **({P.NVMMH: "nvmmh_us"} if why is None else {})}
         summary = P.summary(preds, columns=columns)

@@ -42,6 +42,7 @@ the whole space (20,616 configurations): a regret here is a lower bound.
     python benchmarks/optimizer_picks.py --band
     python benchmarks/optimizer_picks.py --runs [h100|h200]
     python benchmarks/optimizer_picks.py --rules [h100|h200]
+    python benchmarks/optimizer_picks.py --feedback [h100|h200]
     PYTHONPATH=src:benchmarks python3 benchmarks/optimizer_picks.py --set dev-picks [--gpu h200] [--out run.csv]
 
 ``--runs`` (development machine) predicts every verified run of the committed sets with
@@ -52,6 +53,13 @@ sampled configurations against the model's own picks).
 of the two and the corrected time with a penalty on how far the correction moves a run
 (``RULES``) and scores each ranking's first: whether another rule than
 `--corrected`'s would pick better among the configurations timed.
+
+``--feedback`` leaves one set out at a time: its runs ranked and predicted by the
+correction of the development rows alone (as shipped) and by one that also learned from
+every other set's runs (``fit_all(correction_rows=...)``, accuracy_protocol.py
+``--with-answers``); the constants are the development rows' fit either way. Whether the
+correction, taught the optimizer's region, picks and predicts better on shapes it never
+saw.
 
 ``--rescore`` (development machine, no GPU) scores the committed runs with this tree's fit
 and correction: what `optimize --corrected` now answers for each fresh shape, where that
@@ -513,19 +521,25 @@ def committed_runs(gpu_key: str):
     rounds), one row each with its ``set``, ``kinds`` and ``time_us``, predicted by this
     tree's fit and correction of the GPU's development rows (``predicted_us``,
     ``corrected_us``)."""
-    import polars as pl
-    from probes import read_csv
-
     from gemmperf.models import predict
 
     _, fitted, corr = workflow_fit(gpu_key)
+    return corr(predict(answer_rows(gpu_key), fitted, "ws-pipelined"))
+
+
+def answer_rows(gpu_key: str):
+    """Every verified run of every committed set on GPUS[gpu_key] (not the ``--plan-picks``
+    rounds) as a table of task rows with its ``set``, ``kinds`` and ``time_us``."""
+    import polars as pl
+    from probes import read_csv
+
     rows = []
     for name in SETS:
         if not (plan_path(name, gpu_key).is_file() and run_path(name, gpu_key).is_file()):
             continue
         rows += [{**r, "set": name}
                  for r in timed_rows(read_csv(run_path(name, gpu_key)), read_plan(plan_path(name, gpu_key)))]
-    return corr(predict(pl.DataFrame(rows), fitted, "ws-pipelined"))
+    return pl.DataFrame(rows)
 
 
 # --rules: rankings of a shape's timed runs, each (w, p) in the score
@@ -569,6 +583,45 @@ def rule_regrets(gpu_key: str) -> list[str]:
         lines.append(f"  {rule:14s} mean {r['regret_pct'].mean():5.2f}  within 1%: "
                      f"{(r['regret_pct'] <= 1.0).sum()}/{len(r)}   "
                      + "  ".join(f"{name} {v:.2f}" for name, v in by_set.iter_rows()))
+    return lines
+
+
+def feedback(gpu_key: str) -> list[str]:
+    """``--feedback``: per set of GPUS[gpu_key], the --corrected ranking's regret (within
+    1%) and the corrected time's absolute error % over its runs, by a correction of the
+    development rows alone and by one that also learned from the other sets' runs; then
+    over every set, with the error's p95."""
+    import polars as pl
+    from model_ceiling import development
+
+    from gemmperf.fit.accuracy import fit_all
+    from gemmperf.fit.residual import Correction
+    from gemmperf.models import ws_pipelined as W
+
+    dev, pset = development(GPUS[gpu_key], "bf16")
+    fitted, alone, _ = fit_all(dev, pset)
+    runs = W.predict(answer_rows(gpu_key), fitted)
+    train = W.predict(dev, fitted)
+    both = [c for c in train.columns if c in runs.columns]
+    scored = {"development rows": [], "+ the other sets": []}
+    for name in runs.get_column("set").unique(maintain_order=True):
+        test = runs.filter(pl.col("set") == name)
+        taught = Correction.fit(pl.concat([train.select(both), runs.filter(pl.col("set") != name).select(both)],
+                                          how="vertical_relaxed"), pset.gpu.sms)
+        for corr, out in ((alone, scored["development rows"]), (taught, scored["+ the other sets"])):
+            out.append(corr(test).with_columns(ape=(pl.col("corrected_us") / pl.col("time_us") - 1.0).abs() * 100.0))
+    lines = [f"{gpu_key}: each set's runs by the correction of the development rows alone and by one that also "
+             "learned from the other sets' runs; --corrected's regret % (within 1%), corrected time's error %"]
+
+    def line(title, tables):
+        t = pl.concat(tables)
+        r = ranked_first_regret(t, 1.0)
+        return (f"regret {r['regret_pct'].mean():5.2f} ({(r['regret_pct'] <= 1.0).sum()}/{len(r)})  error "
+                f"{t['ape'].mean():5.2f}  p95 {t['ape'].quantile(0.95, 'nearest'):5.2f}" + title)
+
+    for i, name in enumerate(runs.get_column("set").unique(maintain_order=True)):
+        lines.append(f"  {name:8s} " + "   ".join(f"{k}: " + line("", [v[i]]) for k, v in scored.items()))
+    lines += [f"  all sets, {k:17s} " + line("", v) for k, v in scored.items()]
     return lines
 
 
@@ -680,12 +733,13 @@ def main(argv=None) -> int:
             raise SystemExit(f"{argv[0]} {gpu_key}: expected one of {', '.join(GPUS)}")
         print("\n".join(rescore(gpu_key, plan_untimed=argv[0] == "--plan-picks")))
         return 0
-    if argv[:1] in (["--runs"], ["--rules"]):
+    if argv[:1] in (["--runs"], ["--rules"], ["--feedback"]):
         sys.path.insert(0, str(ROOT / "src"))
         gpu_key = argv[1] if len(argv) > 1 else "h200"
         if gpu_key not in GPUS:
             raise SystemExit(f"{argv[0]} {gpu_key}: expected one of {', '.join(GPUS)}")
-        print("\n".join(run_errors(gpu_key) if argv[0] == "--runs" else rule_regrets(gpu_key)))
+        report = {"--runs": run_errors, "--rules": rule_regrets, "--feedback": feedback}[argv[0]]
+        print("\n".join(report(gpu_key)))
         return 0
     if argv[:1] == ["--band"]:
         sys.path.insert(0, str(ROOT / "src"))

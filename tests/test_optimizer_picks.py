@@ -347,3 +347,38 @@ def test_a_rule_is_scored_by_the_run_it_ranks_first_among_the_timed_ones():
     # 9.5 * 9.5 / 9 = 10.03, 13 * 13 / 8 = 21.1, 9 * 11 / 9 = 11 -> the first run
     penalized = dict(script.ranked_first_regret(runs, 1.0, 1.0).select("m", "regret_pct").iter_rows())
     assert penalized[1] == pytest.approx(0.0)
+
+
+def test_feedback_teaches_each_sets_correction_only_the_other_sets(monkeypatch):
+    """--feedback: the correction scored on a set learned from the development rows and the
+    other sets' runs, never that set's; the shipped one from the development rows alone."""
+    import polars as pl
+
+    from gemmperf.fit import accuracy as A
+    from gemmperf.fit import residual as R
+    from gemmperf.hardware import CATALOG
+    from gemmperf.params import ParamSet
+
+    ps = ParamSet(CATALOG["h200-sxm-141gb"])
+    cfgs = pl.DataFrame([{"tile_m": tm, "tile_n": tn, "persistent": p}
+                         for tm, tn, p in itertools.product([64, 128], [128, 256], [False, True])])
+    dev = A.synthetic_measurements(ps, list(itertools.product([512, 4096], [1024, 8192], [512, 4096])), cfgs, seed=1)
+    sets = {"one": [(700, 3000, 900), (33, 5000, 128)], "two": [(2000, 999, 4096)], "three": [(64, 64, 64)]}
+    runs = pl.concat([A.synthetic_measurements(ps, shapes, cfgs, seed=2 + i).with_columns(set=pl.lit(name))
+                      for i, (name, shapes) in enumerate(sets.items())], how="diagonal_relaxed")
+    script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
+    monkeypatch.setitem(sys.modules, "model_ceiling", type(sys)("model_ceiling"))
+    sys.modules["model_ceiling"].development = lambda gpu, dtype: (dev, ps)
+    monkeypatch.setattr(script, "answer_rows", lambda key: runs)
+    trained = []
+    real = R.Correction.fit.__func__
+    monkeypatch.setattr(R.Correction, "fit", classmethod(
+        lambda cls, pred, sms, **kw: trained.append(set(zip(pred["m"], pred["n"], pred["k"]))) or real(cls, pred, sms, **kw)))
+    lines = script.feedback("h200")
+    dev_shapes = set(zip(dev["m"], dev["n"], dev["k"]))
+    assert trained[0] == dev_shapes  # the shipped correction
+    for name, seen in zip(sets, trained[1:]):
+        assert seen == dev_shapes | {s for other, shapes in sets.items() if other != name for s in shapes}
+    assert [line.split()[0] for line in lines[1:4]] == list(sets) and len(lines) == 6
+    # the two closing lines score every shape of every set once
+    assert all(line.split("(")[1].split(")")[0].endswith("/4") for line in lines[-2:])

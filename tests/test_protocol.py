@@ -147,3 +147,38 @@ def test_bands_are_the_measured_over_predicted_ratios_of_the_headline_split():
     assert got["ws-pipelined+fit"]["low"] == pytest.approx(0.81) and got["ws-pipelined+fit"]["high"] == pytest.approx(1.18)
     assert got["ws-pipelined+fit+residual"]["median"] == pytest.approx(2 - np.median(ratios))
     assert P.bands(preds.drop("corrected_us").head(10)) == {}  # too few rows for a 90% band
+
+
+def test_the_correction_also_learns_from_rows_of_shapes_no_fold_tests(monkeypatch):
+    """correction_rows (the timed optimizer answers) reach each fold's correction, never
+    the constants, and a fold drops those of a shape it tests."""
+    meas = lists()
+    dev = P.development(meas)
+    answers = A.synthetic_measurements(PS, [(700, 3000, 900), (512, 1024, 512)], CFGS, seed=5)
+    seen = []
+    real = A.fit_all
+
+    def spy(train, pset, *args, correction_rows=None, **kw):
+        seen.append((train.height, correction_rows))
+        return real(train, pset, *args, correction_rows=correction_rows, **kw)
+
+    monkeypatch.setattr(A, "fit_all", spy)
+    plain = P.evaluate(dev, PS, "testlist", residual=True)
+    more = P.evaluate(dev, PS, "testlist", residual=True, correction_rows=answers)
+    # a's and b's folds test 512x1024x512: its answer rows leave their corrections
+    by_fold = dict(zip(sorted(dev.get_column("testlist").unique()), [c.height for _, c in seen[3:]]))
+    assert by_fold == {"a": CFGS.height, "b": CFGS.height, "c": 2 * CFGS.height}
+    assert all(c is None for _, c in seen[:3])
+    # the constants are the same fit; the corrections differ
+    np.testing.assert_array_equal(plain.get_column("fitted_us").to_numpy(), more.get_column("fitted_us").to_numpy())
+    assert not np.array_equal(plain.get_column("corrected_us").to_numpy(), more.get_column("corrected_us").to_numpy())
+
+
+def test_fit_all_records_the_rows_its_correction_also_learned_from():
+    meas = lists()
+    answers = A.synthetic_measurements(PS, [(700, 3000, 900)], CFGS, seed=5)
+    fitted, corr, _ = A.fit_all(meas["a"], PS, names=("t_epilogue_us",), correction_rows=answers)
+    alone, corr0, _ = A.fit_all(meas["a"], PS, names=("t_epilogue_us",))
+    assert fitted.get("ws-hopper", "bf16").constants == alone.get("ws-hopper", "bf16").constants
+    assert corr.meta["also_trained_on_rows"] == answers.height and "also_trained_on_rows" not in corr0.meta
+    assert corr.meta["n_train"] == corr0.meta["n_train"] + answers.height

@@ -178,14 +178,24 @@ def single_thread_blas():
 
 
 def fit_all(train: pl.DataFrame, pset: ParamSet, model_options: dict | None = None,
-            residual: bool = True, names=C.FIT_NAMES,
-            progress: bool = False) -> tuple[ParamSet, Correction | None, dict]:
-    """Constants then correction, on training rows only; ``progress``: bars for both."""
+            residual: bool = True, names=C.FIT_NAMES, progress: bool = False,
+            correction_rows: pl.DataFrame | None = None) -> tuple[ParamSet, Correction | None, dict]:
+    """Constants then correction, on training rows only; ``progress``: bars for both.
+    ``correction_rows``: more timed configurations (a configuration's columns and
+    ``time_us``) the correction learns from beside ``train``'s, predicted by the constants
+    fitted on ``train`` alone: the optimizer's answers timed on shapes no testlist holds,
+    the region of the space its ranking lives in (benchmarks/optimizer_picks.py)."""
     fitted, report = C.fit_constants(train, pset, names=names, model_options=model_options, progress=progress)
     corr = None
     if residual:
         pred = W.predict(train, fitted, model_options=model_options)
-        corr = Correction.fit(pred, pset.gpu.sms, meta={"trained_on_rows": train.height}, progress=progress)
+        meta = {"trained_on_rows": train.height}
+        if correction_rows is not None and correction_rows.height:
+            more = W.predict(correction_rows, fitted, model_options=model_options)
+            pred = pl.concat([pred.select([c for c in pred.columns if c in more.columns]),
+                              more.select([c for c in pred.columns if c in more.columns])], how="vertical_relaxed")
+            meta["also_trained_on_rows"] = correction_rows.height
+        corr = Correction.fit(pred, pset.gpu.sms, meta=meta, progress=progress)
     return fitted, corr, report
 
 
@@ -198,9 +208,9 @@ def _predict_fit(test, fitted, corr, model_options=None):
 
 def _fit_task(task):
     """One (variant, fold): fit on train, predict test -> (predictions, params, correction, report)."""
-    train, test, pset, opts, with_resid = task
+    train, test, pset, opts, with_resid, *more = task  # more: [correction_rows] or []
     with single_thread_blas():
-        fitted, corr, report = fit_all(train, pset, opts, residual=with_resid)
+        fitted, corr, report = fit_all(train, pset, opts, residual=with_resid, correction_rows=more[0] if more else None)
         return _predict_fit(test, fitted, corr, opts), fitted, corr, report
 
 

@@ -86,12 +86,23 @@ def _predictions(test: pl.DataFrame, pset: ParamSet, fitted: pl.DataFrame) -> pl
 
 
 def evaluate(dev: pl.DataFrame, pset: ParamSet, grouping: str = "testlist", residual: bool = True,
-             jobs: int = 1, model_options: dict | None = None) -> pl.DataFrame:
+             jobs: int = 1, model_options: dict | None = None,
+             correction_rows: pl.DataFrame | None = None) -> pl.DataFrame:
     """Every development row predicted out of sample under ``grouping``: the rows with
     ``fold``, ``base_us`` (microbenchmark parameters), ``fitted_us`` and, with
-    ``residual``, ``corrected_us``."""
+    ``residual``, ``corrected_us``. ``correction_rows`` (timed configurations with m, n,
+    k): more rows each fold's correction learns from (``accuracy.fit_all``), those of a
+    shape the fold tests dropped."""
     splits = folds(dev, grouping)
-    tasks = [(dev[tr], dev[te], pset, model_options, residual) for _, tr, te in splits]
+
+    def more(te):
+        if correction_rows is None:
+            return ()
+        mnk = [pl.col(c).cast(pl.Int64) for c in ("m", "n", "k")]
+        tested = dev[te].select(mnk).unique()
+        return (correction_rows.with_columns(mnk).join(tested, on=["m", "n", "k"], how="anti"),)
+
+    tasks = [(dev[tr], dev[te], pset, model_options, residual, *more(te)) for _, tr, te in splits]
     with single_thread_blas():
         results = _run_tasks(tasks, jobs)
     out = [_predictions(dev[te], pset, res[0]).with_columns(pl.lit(name).alias("fold"))
