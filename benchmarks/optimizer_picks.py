@@ -613,15 +613,15 @@ def feedback(gpu_key: str) -> list[str]:
     lines = [f"{gpu_key}: each set's runs by the correction of the development rows alone and by one that also "
              "learned from the other sets' runs; --corrected's regret % (within 1%), corrected time's error %"]
 
-    def line(title, tables):
+    def line(tables):
         t = pl.concat(tables)
         r = ranked_first_regret(t, 1.0)
         return (f"regret {r['regret_pct'].mean():5.2f} ({(r['regret_pct'] <= 1.0).sum()}/{len(r)})  error "
-                f"{t['ape'].mean():5.2f}  p95 {t['ape'].quantile(0.95, 'nearest'):5.2f}" + title)
+                f"{t['ape'].mean():5.2f}  p95 {t['ape'].quantile(0.95, 'nearest'):5.2f}")
 
     for i, name in enumerate(runs.get_column("set").unique(maintain_order=True)):
-        lines.append(f"  {name:8s} " + "   ".join(f"{k}: " + line("", [v[i]]) for k, v in scored.items()))
-    lines += [f"  all sets, {k:17s} " + line("", v) for k, v in scored.items()]
+        lines.append(f"  {name:8s} " + "   ".join(f"{k}: " + line([v[i]]) for k, v in scored.items()))
+    lines += [f"  all sets, {k:17s} " + line(v) for k, v in scored.items()]
     return lines
 
 

@@ -192,8 +192,8 @@ def fit_all(train: pl.DataFrame, pset: ParamSet, model_options: dict | None = No
         meta = {"trained_on_rows": train.height}
         if correction_rows is not None and correction_rows.height:
             more = W.predict(correction_rows, fitted, model_options=model_options)
-            pred = pl.concat([pred.select([c for c in pred.columns if c in more.columns]),
-                              more.select([c for c in pred.columns if c in more.columns])], how="vertical_relaxed")
+            both = [c for c in pred.columns if c in more.columns]
+            pred = pl.concat([pred.select(both), more.select(both)], how="vertical_relaxed")
             meta["also_trained_on_rows"] = correction_rows.height
         corr = Correction.fit(pred, pset.gpu.sms, meta=meta, progress=progress)
     return fitted, corr, report
