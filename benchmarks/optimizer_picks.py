@@ -594,20 +594,17 @@ def feedback(gpu_key: str) -> list[str]:
     import polars as pl
     from model_ceiling import development
 
-    from gemmperf.fit.accuracy import fit_all
-    from gemmperf.fit.residual import Correction
+    from gemmperf.fit.accuracy import fit_all, fit_correction
     from gemmperf.models import ws_pipelined as W
 
     dev, pset = development(GPUS[gpu_key], "bf16")
     fitted, alone, _ = fit_all(dev, pset)
-    runs = W.predict(answer_rows(gpu_key), fitted)
-    train = W.predict(dev, fitted)
-    both = [c for c in train.columns if c in runs.columns]
+    answers = answer_rows(gpu_key)
+    runs = W.predict(answers, fitted)
     scored = {"development rows": [], "+ the other sets": []}
     for name in runs.get_column("set").unique(maintain_order=True):
         test = runs.filter(pl.col("set") == name)
-        taught = Correction.fit(pl.concat([train.select(both), runs.filter(pl.col("set") != name).select(both)],
-                                          how="vertical_relaxed"), pset.gpu.sms)
+        taught = fit_correction(dev, fitted, pset.gpu.sms, answers.filter(pl.col("set") != name))
         for corr, out in ((alone, scored["development rows"]), (taught, scored["+ the other sets"])):
             out.append(corr(test).with_columns(ape=(pl.col("corrected_us") / pl.col("time_us") - 1.0).abs() * 100.0))
     lines = [f"{gpu_key}: each set's runs by the correction of the development rows alone and by one that also "

@@ -177,6 +177,21 @@ def single_thread_blas():
     return threadpool_limits(limits=1)
 
 
+def fit_correction(train: pl.DataFrame, fitted: ParamSet, sms: int, correction_rows: pl.DataFrame | None = None,
+                   model_options: dict | None = None, progress: bool = False) -> Correction:
+    """The residual correction of ``fitted``'s predictions: learned on ``train``'s rows and
+    ``correction_rows``' (more timed configurations, a configuration's columns and
+    ``time_us``; the columns both share are kept, ``train``'s rows first)."""
+    pred = W.predict(train, fitted, model_options=model_options)
+    meta = {"trained_on_rows": train.height}
+    if correction_rows is not None and correction_rows.height:
+        more = W.predict(correction_rows, fitted, model_options=model_options)
+        both = [c for c in pred.columns if c in more.columns]
+        pred = pl.concat([pred.select(both), more.select(both)], how="vertical_relaxed")
+        meta["also_trained_on_rows"] = correction_rows.height
+    return Correction.fit(pred, sms, meta=meta, progress=progress)
+
+
 def fit_all(train: pl.DataFrame, pset: ParamSet, model_options: dict | None = None,
             residual: bool = True, names=C.FIT_NAMES, progress: bool = False,
             correction_rows: pl.DataFrame | None = None) -> tuple[ParamSet, Correction | None, dict]:
@@ -186,16 +201,7 @@ def fit_all(train: pl.DataFrame, pset: ParamSet, model_options: dict | None = No
     fitted on ``train`` alone: the optimizer's answers timed on shapes no testlist holds,
     the region of the space its ranking lives in (benchmarks/optimizer_picks.py)."""
     fitted, report = C.fit_constants(train, pset, names=names, model_options=model_options, progress=progress)
-    corr = None
-    if residual:
-        pred = W.predict(train, fitted, model_options=model_options)
-        meta = {"trained_on_rows": train.height}
-        if correction_rows is not None and correction_rows.height:
-            more = W.predict(correction_rows, fitted, model_options=model_options)
-            both = [c for c in pred.columns if c in more.columns]
-            pred = pl.concat([pred.select(both), more.select(both)], how="vertical_relaxed")
-            meta["also_trained_on_rows"] = correction_rows.height
-        corr = Correction.fit(pred, pset.gpu.sms, meta=meta, progress=progress)
+    corr = fit_correction(train, fitted, pset.gpu.sms, correction_rows, model_options, progress) if residual else None
     return fitted, corr, report
 
 
