@@ -53,7 +53,8 @@ def measurement_files(gpu: str, dtype: str) -> dict[str, Path]:
 
 def answer_rows(gpu: str):
     """The timed optimizer answers of ``gpu`` (a slug) as task rows with ``time_us``: every
-    verified run of optimizer_picks.py's committed sets (bf16)."""
+    verified run of optimizer_picks.py's committed sets and their re-timed rounds (bf16),
+    as the workflow's fit reads them."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import optimizer_picks
 

@@ -157,15 +157,32 @@ def carried_fit(source: str, gpu, residual: bool = False):
 
 
 def workflow_fit(gpu_key: str):
-    """(the GPU, its fitted constants, its residual correction): both fitted on every
-    development row of GPUS[gpu_key], as the workflow does."""
+    """(the GPU, its fitted constants, its residual correction) as the workflow fits them:
+    the constants on every development row of GPUS[gpu_key], the correction on those and
+    every committed timed answer (``answer_rows``). What a new set is planned with."""
     from model_ceiling import development
 
     from gemmperf.fit.accuracy import fit_all
 
     dev, pset = development(GPUS[gpu_key], "bf16")
-    fitted, corr, _ = fit_all(dev, pset)
+    fitted, corr, _ = fit_all(dev, pset, correction_rows=answer_rows(gpu_key))
     return pset.gpu, fitted, corr
+
+
+def scoring_fit(gpu_key: str):
+    """(the GPU, the workflow's constants, set -> correction): for each committed set the
+    correction the workflow makes had that set's fold never been timed
+    (``fit.accuracy.fold_corrections``, the folds the answer band is cross-fitted by): the
+    workflow's correction learned from every answer, so a set is scored by one that did
+    not."""
+    from model_ceiling import development
+
+    from gemmperf.fit.accuracy import fit_all, fold_corrections
+
+    dev, pset = development(GPUS[gpu_key], "bf16")
+    fitted, _, _ = fit_all(dev, pset, residual=False)
+    folds = fold_corrections(dev, fitted, pset.gpu.sms, answer_rows(gpu_key))
+    return pset.gpu, fitted, {name: corr for fold, corr in folds for name in fold}
 
 
 def answered(shape, gpu, fitted, corr):
@@ -482,18 +499,21 @@ def picks_rounds(gpu_key: str, name: str) -> list[list[dict]]:
 
 
 def rescore(gpu_key: str, plan_untimed: bool = False) -> list[str]:
-    """Both sets' committed runs on GPUS[gpu_key] scored with the fit and correction this
-    tree makes of the GPU's development rows, re-ranked as `optimize --corrected` does,
+    """Every set's committed runs on GPUS[gpu_key] scored with the fit this tree makes of
+    the GPU's development rows and the correction of the answers outside the set's fold
+    (``scoring_fit``), re-ranked as `optimize --corrected` does,
     with the re-timed firsts of every committed ``picks_name(set, r)`` round. With
     ``plan_untimed``: also write the next round's plan of the firsts still untimed (the
     first round with no committed run; a committed run keeps the plan it ran)."""
     from probes import read_csv, write_csv
 
-    gpu, fitted, corr = workflow_fit(gpu_key)
+    gpu, fitted, corrections = scoring_fit(gpu_key)
 
-    def ranked_of(shape):
-        sol, ranked = answered(shape, gpu, fitted, corr)
-        return sol.config, ranked
+    def ranked_by(corr):
+        def ranked_of(shape):
+            sol, ranked = answered(shape, gpu, fitted, corr)
+            return sol.config, ranked
+        return ranked_of
 
     source = TRANSFER_FROM.get(gpu_key)
     moved = carried_fit(source, gpu, residual=True) if source else None
@@ -502,6 +522,7 @@ def rescore(gpu_key: str, plan_untimed: bool = False) -> list[str]:
         if not run_path(name, gpu_key).is_file():
             continue
         runs = read_csv(run_path(name, gpu_key))
+        ranked_of = ranked_by(corrections[name])
         rounds = picks_rounds(gpu_key, name)
         plan_rows = read_plan(plan_path(name, gpu_key))
         out += [f"{gpu_key} {name}:", *rescored(shapes, runs, ranked_of, rounds)]
@@ -519,27 +540,27 @@ def rescore(gpu_key: str, plan_untimed: bool = False) -> list[str]:
 def committed_runs(gpu_key: str):
     """Every verified run of every committed set on GPUS[gpu_key] (not the ``--plan-picks``
     rounds), one row each with its ``set``, ``kinds`` and ``time_us``, predicted by this
-    tree's fit and correction of the GPU's development rows (``predicted_us``,
-    ``corrected_us``)."""
+    tree's fit of the GPU's development rows and each set's correction of ``scoring_fit``
+    (``predicted_us``, ``corrected_us``)."""
+    import polars as pl
+
     from gemmperf.models import predict
 
-    _, fitted, corr = workflow_fit(gpu_key)
-    return corr(predict(answer_rows(gpu_key), fitted, "ws-pipelined"))
+    _, fitted, corrections = scoring_fit(gpu_key)
+    runs = predict(answer_rows(gpu_key, rounds=False), fitted, "ws-pipelined")
+    return pl.concat([corrections[name](runs.filter(pl.col("set") == name))
+                      for name in runs.get_column("set").unique(maintain_order=True)])
 
 
-def answer_rows(gpu_key: str):
-    """Every verified run of every committed set on GPUS[gpu_key] (not the ``--plan-picks``
-    rounds) as a table of task rows with its ``set``, ``kinds`` and ``time_us``."""
-    import polars as pl
-    from probes import read_csv
+def answer_rows(gpu_key: str, rounds: bool = True):
+    """Every verified run of GPUS[gpu_key]'s committed timed answers, read as the
+    workflow's fit reads them (``tables.answer_rows``: task rows with ``time_us``,
+    ``kinds`` and ``set``): each set's run and, with ``rounds``, its ``--plan-picks``
+    rounds (``set`` names the set a round re-timed)."""
+    from gemmperf.tables import answer_rows as read
 
-    rows = []
-    for name in SETS:
-        if not (plan_path(name, gpu_key).is_file() and run_path(name, gpu_key).is_file()):
-            continue
-        rows += [{**r, "set": name}
-                 for r in timed_rows(read_csv(run_path(name, gpu_key)), read_plan(plan_path(name, gpu_key)))]
-    return pl.DataFrame(rows)
+    paths = sorted(run_path("dev", gpu_key).parent.glob("*.csv"))
+    return read([p for p in paths if rounds or p.stem in SETS])
 
 
 # --rules: rankings of a shape's timed runs, each (w, p) in the score
@@ -669,13 +690,13 @@ def band_check() -> list[str]:
         ran = [name for name in SETS if run_path(name, gpu_key).is_file()]
         if not ran:
             continue
-        gpu, fitted, corr = workflow_fit(gpu_key)
+        gpu, fitted, corrections = scoring_fit(gpu_key)
         for name in ran:
             paths = [run_path(name, gpu_key), *(run_path(picks_name(name, r), gpu_key) for r in
                                                range(1, len(picks_rounds(gpu_key, name)) + 1))]
             runs = pl.concat([pl.read_csv(p, columns=["shape", "config", "status", "time_us"],
                                           schema_overrides={"time_us": pl.Float64}) for p in paths])
-            times[gpu_key, name] = answer_times(runs, fitted, corr)
+            times[gpu_key, name] = answer_times(runs, fitted, corrections[name])
     sets = {g: [n for n in SETS if (g, n) in times] for g in GPUS}
     pairs = [((g, (a,)), (g, (b,))) for g in GPUS for a in sets[g] for b in sets[g] if a != b]
     pairs += [((g, tuple(n for n in sets[g] if n != b)), (g, (b,))) for g in GPUS for b in sets[g] if len(sets[g]) > 2]

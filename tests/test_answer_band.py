@@ -151,16 +151,21 @@ def test_the_band_reaches_optimize_and_stays_with_its_parameters(band_folder, ca
 
 def test_answer_band_bad_input_is_one_line(band_folder, capsys):
     tmp_path, *_ = band_folder
-    (tmp_path / "runs.csv").write_text("shape,config,status,time_us\n1x2x3,a,ok,1.0\n12x3,b,ok,2.0\n")
+    key = KernelConfig(family=FAM, dtype=DT).key()
+    (tmp_path / "runs.csv").write_text(f"shape,config,status,time_us\n1x2x3,{key},ok,1.0\n12x3,{key},ok,2.0\n")
     argv = ["answer-band", "--gpu", "h100-sxm5-80gb", "--params", "results/h100-sxm5-80gb/params.json",
             "--runs", "runs.csv", "--out", "band.json"]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "runs.csv:3" in err and "shape" in err and "12x3" in err
-    (tmp_path / "runs.csv").write_text("shape,config,status,time_us\n1x2x3,a,ok,\n")
+    (tmp_path / "runs.csv").write_text(f"shape,config,status,time_us\n1x2x3,{key},ok,\n")
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "runs.csv:2" in err and "time_us" in err
+    (tmp_path / "runs.csv").write_text(f"shape,config,status,time_us\n1x2x3,{key},ok,1.0\n1x2x3,{key}-g9x,ok,1.0\n")
+    assert main(argv) == 2  # a configuration's name key() would not write
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "runs.csv:3" in err and "config" in err and "-g9x" in err
     assert main([*argv[:-3], "missing.csv", "--out", "band.json"]) == 2
     assert "missing.csv: timed answers file not found" in capsys.readouterr().err
     assert main([*argv, "--level", "1.5"]) == 2

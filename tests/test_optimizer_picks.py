@@ -320,7 +320,7 @@ def test_run_errors_predict_every_verified_run_by_k_and_by_the_list_that_named_i
 
     monkeypatch.setattr(script, "SETS", {"heldout": script.SETS["heldout"]})
     monkeypatch.setattr(script, "run_path", lambda name, gpu_key: runs)
-    monkeypatch.setattr(script, "workflow_fit", lambda gpu_key: (gpu, fitted, _times125))
+    monkeypatch.setattr(script, "scoring_fit", lambda gpu_key: (gpu, fitted, {"heldout": _times125}))
     lines = script.run_errors("h200")
     assert "all" in lines[1] and " 29 runs" in lines[1] and len(lines) > 2
     assert all("fitted 20.00% (1.250x)" in x and "corrected  0.00% (1.000x)" in x for x in lines[1:])

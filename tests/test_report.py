@@ -218,7 +218,14 @@ def test_the_overview_gives_the_answer_band_after_the_headline():
     assert "80 shapes no testlist holds" in section and "a/dev.csv, a/heldout.csv" in section
     assert re.search(r"the answer \(fitted model\)\s+79\s+1\.034\s+0\.824-1\.518x", section), section
     assert "--corrected's pick" not in section  # no band of it: no row
+    assert "cross-fitted" not in section  # a correction that never saw the answers
     assert "How long" not in build_pages(measured_data())[0].render(NAV, "gemmperf")
+    taught = {**band, "corrected_folds": [["dev"], ["heldout"]],
+              "corrected": {"n": 78, "median": 1.01, "low": 0.9, "high": 1.2, "level": 0.9}}
+    html = build_pages(replace(measured_data(), answer_band=taught))[0].render(NAV, "gemmperf")
+    section = re.sub(r"<[^>]+>", " ", html[html.index("How long the optimizer"):html.index("Stages skipped")])
+    assert "cross-fitted: each of 2 folds of the answers&#x27; sets" in section or \
+        "cross-fitted: each of 2 folds of the answers' sets" in section, section
 
 
 def test_the_headline_prefers_leave_one_testlist_out_when_it_was_computed():

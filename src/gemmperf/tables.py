@@ -275,6 +275,10 @@ def _check_answer_row(row: dict) -> None:
         raise csvfile.BadValue(str(err).removeprefix(f"shape {row['shape']!r}: "), "shape") from None
     if not row["config"]:
         raise csvfile.BadValue("empty, a value is required", "config")
+    try:
+        KernelConfig.from_key(row["config"])
+    except UserError as err:
+        raise csvfile.BadValue(str(err).removeprefix(f"configuration {row['config']!r}: "), "config") from None
     check_measured_row(row, ANSWER_RUN_REQUIRED)
 
 
@@ -290,3 +294,37 @@ def read_answer_runs(path: str | Path):
                          check_row=_check_answer_row, what="timed answers file")
     schema = {c: _polars_type(parsers[c], pl) for c in table.columns}
     return pl.DataFrame({c: table.column(c) for c in table.columns}, schema=schema)
+
+
+def answer_set(path: str | Path) -> str:
+    """The set a timed answers file belongs to: its stem, less a re-timing round's
+    "-picks<N>" ("fresh2-picks3.csv" -> "fresh2"; benchmarks/optimizer_picks.py names them
+    so). A set's shapes are drawn together and no other set holds them."""
+    import re
+
+    return re.sub(r"-picks\d*$", "", Path(path).stem)
+
+
+def answer_rows(paths):
+    """The verified runs of timed answers files as configuration rows: m, n, k and the
+    configuration's columns (``KernelConfig.from_key`` of its name), ``time_us``, the
+    lists that named the run (``kinds``, where the file has them) and the file's ``set``
+    (``answer_set``); what the residual correction learns from beside the
+    testlists' rows (``fit.accuracy.fit_all``)."""
+    import polars as pl
+
+    from .problem import parse_shape
+
+    rows = []
+    for path in paths:
+        runs = read_answer_runs(path).filter(pl.col("status") == "ok")
+        if "kinds" not in runs.columns:
+            runs = runs.with_columns(kinds=pl.lit(None, pl.Utf8))
+        for shape, config, time_us, kinds in runs.select("shape", "config", "time_us", "kinds").iter_rows():
+            s = parse_shape(shape)
+            rows.append({"m": s.m, "n": s.n, "k": s.k, **KernelConfig.from_key(config).as_dict(),
+                         "time_us": float(time_us), "kinds": kinds, "set": answer_set(path)})
+    kinds = {int: pl.Int64, bool: pl.Boolean, str: pl.Utf8}
+    schema = {**{c: pl.Int64 for c in SHAPE_COLUMNS}, **{c: kinds[type(v)] for c, v in CONFIG_DEFAULTS.items()},
+              "time_us": pl.Float64, "kinds": pl.Utf8, "set": pl.Utf8}
+    return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)

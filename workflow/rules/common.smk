@@ -160,6 +160,12 @@ def answer_runs(wildcards):
     return run_plan(wildcards).answers
 
 
+def fit_answers(wildcards):
+    """The timed answers a run's residual correction also learns from (gemmperf fit
+    --answers): those of a run with an answer band, else none."""
+    return run_plan(wildcards).answers if wildcards.run in BAND_RUNS else []
+
+
 def report_answer_band(wildcards):
     """The run's answer band for its report, where it has one."""
     return (

@@ -1,6 +1,7 @@
 # One fit per run (a GPU in one input dtype): the microbenchmark parameters,
 # ws-pipelined's constants on every development row and, for runs with measurements
-# (CORRECTED_RUNS), the residual correction from the same in-memory fit. Runs without
+# (CORRECTED_RUNS), the residual correction from the same in-memory fit, which also
+# learns from the run's timed answers where it has them (fit_answers). Runs without
 # measurements (a catalog GPU, a dtype with no shipped data) get params only.
 rule fit:
     output:
@@ -10,6 +11,7 @@ rule fit:
         hardware=run_hardware,
         microbench=microbench,
         measurements=all_measurements,
+        answers=fit_answers,
     wildcard_constraints:
         run=one_of(CORRECTED_RUNS),
     params:
@@ -24,6 +26,7 @@ rule fit:
         logged(
             "gemmperf fit --gpu {input.hardware:q} --microbench {input.microbench:q}"
             " --measurements {input.measurements:q} {params.heldout:q}"
+            " --answers {input.answers:q}"
             " --families {params.families:q} --dtype {params.dtype:q} {params.overrides:q}"
             " --out {output.params:q} --correction-out {output.correction:q}"
         )
@@ -75,6 +78,7 @@ rule accuracy:
         measurements=all_measurements,
         params="results/{run}/params.json",
         correction="results/{run}/correction.json",
+        answers=fit_answers,
     threads: 4
     priority: 1
     params:
@@ -90,6 +94,7 @@ rule accuracy:
         logged(
             "gemmperf accuracy --gpu {input.hardware:q} --microbench {input.microbench:q}"
             " --measurements {input.measurements:q} {params.heldout:q}"
+            " --answers {input.answers:q}"
             " --families {params.families:q} --dtype {params.dtype:q} {params.residual}"
             " {params.overrides:q} --params {input.params:q} --correction {input.correction:q}"
             " --jobs {threads} --out {output.accuracy:q}"
@@ -109,6 +114,7 @@ rule headline:
         hardware=run_hardware,
         microbench=microbench,
         measurements=all_measurements,
+        answers=fit_answers,
     threads: 4
     priority: 1
     params:
@@ -125,7 +131,7 @@ rule headline:
             "gemmperf accuracy --gpu {input.hardware:q} --microbench {input.microbench:q}"
             " --measurements {input.measurements:q} {params.heldout:q}"
             " --families {params.families:q} --dtype {params.dtype:q} {params.residual}"
-            " {params.overrides:q} --splits testlist,nk --jobs {threads}"
+            " {params.overrides:q} --answers {input.answers:q} --splits testlist,nk --jobs {threads}"
             " --out {output.scores:q} --table {output.table:q} --picks {output.picks:q}"
         )
 

@@ -28,7 +28,9 @@ rule optimize:
 
 # How long the optimizer's answers ran against their predicted time on shapes no testlist
 # holds (the shipped timed answers), asked of this run's fit and correction: the band
-# `gemmperf optimize --shape` gives with its answer.
+# `gemmperf optimize --shape` gives with its answer. The correction learned from these
+# answers too (rule fit), so the corrected band is cross-fitted: the measurements let
+# answer-band refit it without each fold of the answers' sets.
 rule answer_band:
     output:
         band="results/{run}/answer_band.json",
@@ -38,10 +40,12 @@ rule answer_band:
         params="results/{run}/params.json",
         correction="results/{run}/correction.json",
         runs=answer_runs,
+        measurements=all_measurements,
     wildcard_constraints:
         run=one_of(BAND_RUNS),
     params:
         dtype=run_dtype,
+        heldout=HELDOUT,
         overrides=SET_PARAMS,
         code=code_version("answer-band"),
     log:
@@ -50,5 +54,6 @@ rule answer_band:
         logged(
             "gemmperf answer-band --gpu {input.hardware:q} --params {input.params:q}"
             " --correction {input.correction:q} --runs {input.runs:q} --dtype {params.dtype:q}"
+            " --measurements {input.measurements:q} {params.heldout:q}"
             " {params.overrides:q} --out {output.band:q} --table {output.table:q}"
         )

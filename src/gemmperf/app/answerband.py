@@ -13,12 +13,14 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import UserError
+from ..fit.accuracy import fit_record, fold_corrections, split_rows
 from ..fit.residual import Correction
 from ..intervals import LEVEL, is_band
 from ..optimize.band import answer_times, bands
 from ..problem import check_dtype
-from ..tables import read_answer_runs
+from ..tables import answer_rows, answer_set, read_answer_runs
 from .explain import us
+from .fit import read_measurements
 from .modelparams import add_set_flag, resolve_params
 from .resolve import RESULTS, output_path, resolve_gpu, run_name, write_text
 
@@ -45,13 +47,21 @@ def cmd_answer_band(a) -> int:
         raise UserError(f"{a.params}: parameters file not found")
     pset = resolve_params(gpu, a.params, a.set, dtype=a.dtype)
     correction = Correction.load(a.correction) if a.correction else None
-    runs = pl.concat([read_answer_runs(p).select("shape", "config", "status", "time_us") for p in a.runs])
-    times = answer_times(runs, pset, correction, FAMILY, a.dtype)
+    runs = pl.concat([read_answer_runs(p).select("shape", "config", "status", "time_us")
+                      .with_columns(set=pl.lit(answer_set(p))) for p in a.runs])
+    folds = None  # the sets of each fold where the corrected band is cross-fitted
+    if correction is not None and correction.meta.get("also_trained_on_rows"):
+        taught = taught_folds(a, pset)
+        folds = [fold for fold, _ in taught]
+        times = pl.concat([answer_times(runs.filter(pl.col("set").is_in(fold)), pset, corr, FAMILY, a.dtype)
+                           for fold, corr in taught])
+    else:
+        times = answer_times(runs, pset, correction, FAMILY, a.dtype)
     found = bands(times, a.level)
     out = {"gpu": gpu.slug, "dtype": a.dtype, "family": FAMILY, "level": a.level, "shapes": times.height,
            "runs": [str(p) for p in a.runs], "params": str(a.params), "params_sha256": digest(a.params),
            "correction": a.correction, "correction_sha256": digest(a.correction) if a.correction else None,
-           "overrides": list(a.set or []), **found,
+           "overrides": list(a.set or []), "corrected_folds": folds, **found,
            "note": "measured time / predicted time of the optimizer's answer (and of --corrected's pick, "
                    "against its corrected time), on shapes no testlist holds; median and split-conformal "
                    "interval (gemmperf.optimize.band)"}
@@ -63,6 +73,26 @@ def cmd_answer_band(a) -> int:
                                         f"{b['low']:.3f}-{b['high']:.3f}x" if b else "too few timed for a band"))
     print(f"wrote {a.out}", file=sys.stderr)
     return 0
+
+
+def taught_folds(a, pset) -> list:
+    """A correction that learned from the timed answers would read its own answers back:
+    its band is cross-fitted instead (``fit.accuracy.fold_corrections``): each fold of the
+    answers' sets is asked of a correction of the same constants (--params) learned on the
+    development rows of --measurements (less --heldout) and the other folds' answers.
+    UserError where the inputs are not those the correction was fitted on."""
+    if not a.measurements:
+        raise UserError(f"{a.correction}: this correction learned from timed answers, so its band is cross-fitted: "
+                        "give the --measurements (and --heldout) it was fitted with")
+    meas = read_measurements(a.measurements)
+    dev, _ = split_rows(meas, a.heldout)
+    answers = answer_rows(a.runs)
+    record = json.loads(Path(a.params).read_text()).get("fit") or {}
+    for key, have in fit_record(meas, a.heldout, dev, answers).items():
+        if record.get(key) != have:
+            raise UserError(f"{a.params}: fitted with {key} = {record.get(key)!r}, these --measurements, --heldout "
+                            f"and --runs have {have!r}; refit it with gemmperf fit --answers on the same files")
+    return fold_corrections(dev, pset, pset.gpu.sms, answers)
 
 
 def load_band(path: Path, params_path: Path, overrides: list[str] | None,
@@ -134,6 +164,10 @@ def add_parsers(sub) -> None:
     p.add_argument("--runs", nargs="+", required=True, metavar="CSV",
                    help="timed answers files (shape, config, status, time_us), e.g. "
                    "results/h100-sxm5-80gb/shipped/answers/dev.csv")
+    p.add_argument("--measurements", nargs="*", default=[], metavar="CSV",
+                   help="the measurement CSVs --params was fitted on: needed where --correction also learned from "
+                   "these runs (gemmperf fit --answers), whose band is then cross-fitted by set")
+    p.add_argument("--heldout", default=None, help="the testlist that fit held out (with --measurements)")
     p.add_argument("--dtype", default="bf16", help="the input dtype the runs were timed in (default bf16)")
     p.add_argument("--level", type=float, default=LEVEL, help=f"the band's coverage (default {LEVEL})")
     p.add_argument("--out", required=True, help="the band, JSON")

@@ -47,6 +47,24 @@ def read_measurements(paths) -> dict[str, pl.DataFrame]:
     return {Path(p).stem: tables.read_measurements(p) for p in paths or []}
 
 
+def read_answers(a) -> pl.DataFrame | None:
+    """``--answers``: the verified runs of the timed answers files (``tables.answer_rows``),
+    each file's configurations of this run's dtype and families; None without the flag."""
+    if not a.answers:
+        return None
+    families = parse_families(a.families)
+    frames = []
+    for path in a.answers:
+        rows = tables.answer_rows([path])
+        for column, allowed, flag in (("dtype", [a.dtype], "--dtype"), ("family", families, "--families")):
+            odd = rows.filter(~pl.col(column).is_in(allowed)).get_column(column).unique().sort().to_list()
+            if odd:
+                raise UserError(f"{path}: configurations of {column} {', '.join(odd)}; this fit's {flag} is "
+                                f"{', '.join(allowed)}")
+        frames.append(rows)
+    return pl.concat(frames)
+
+
 def check_flags(a) -> None:
     """UserError (one line naming the flag and its value) for values no fit can use."""
     parse_families(a.families)
@@ -56,6 +74,8 @@ def check_flags(a) -> None:
         raise UserError(f"--heldout {a.heldout!r}: no measurement file of that testlist among --measurements "
                         f"({', '.join(Path(p).stem for p in a.measurements)})")
     if getattr(a, "command", None) != "accuracy":
+        if a.answers and not a.correction_out:
+            raise UserError("fit --answers: the timed answers teach the residual correction; give --correction-out")
         return
     unknown = [m for m in parse_models(a.models) or [] if m not in MODELS]
     if unknown:
@@ -104,29 +124,33 @@ def base_params(a) -> ParamSet:
     return pset
 
 
-def fit_block(a, pset: ParamSet, meas: dict[str, pl.DataFrame]) -> dict:
+def fit_block(a, pset: ParamSet, meas: dict[str, pl.DataFrame], answers: pl.DataFrame | None = None) -> dict:
     """params.json's "fit": when (fitted_at, UTC, ISO 8601), on which GPU and from which
     files and flags it was fitted; ``accuracy --params`` checks the record part."""
     return {"fitted_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
             "gpu": pset.gpu.slug, "microbench": a.microbench or None, "measurements": list(a.measurements or []),
-            "families": parse_families(a.families), "dtype": a.dtype, "overrides": parse_overrides(a.set),
-            **(fit_record(meas, a.heldout) if meas else {"testlists": [], "heldout": None, "dev_rows": 0})}
+            "answers": list(a.answers or []), "families": parse_families(a.families), "dtype": a.dtype,
+            "overrides": parse_overrides(a.set),
+            **(fit_record(meas, a.heldout, answers=answers) if meas
+               else {"testlists": [], "heldout": None, "dev_rows": 0, "answer_rows": 0})}
 
 
 def cmd_fit(a) -> int:
     pset = base_params(a)
     meas = read_measurements(a.measurements)
+    answers = read_answers(a)
     if a.correction_out and not meas:
         raise UserError("fit --correction-out: the correction needs --measurements")
     if meas:
-        pset, corr, report = fit_shipped(meas, pset, a.heldout, residual=bool(a.correction_out), progress=True)
+        pset, corr, report = fit_shipped(meas, pset, a.heldout, residual=bool(a.correction_out), progress=True,
+                                         answers=answers)
         for key, r in report.items():
             print(f"fitted ws-pipelined constants of {key} on {int(r['kernel_fit_points'])} rows "
                   f"(rms log error {r['kernel_fit_rmse_log']:.3f}); held out: {a.heldout}", file=sys.stderr)
         if corr is not None:
             corr.save(a.correction_out)
             print(f"wrote {a.correction_out}", file=sys.stderr)
-    write_text(a.out, json.dumps({**pset.to_dict(), "fit": fit_block(a, pset, meas)}, indent=2) + "\n")
+    write_text(a.out, json.dumps({**pset.to_dict(), "fit": fit_block(a, pset, meas, answers)}, indent=2) + "\n")
     print(f"wrote {a.out}", file=sys.stderr)
     return 0
 
@@ -165,16 +189,17 @@ def cmd_accuracy(a) -> int:
     pset = base_params(a)
     shipped = read_shipped(a, pset)
     meas = read_measurements(a.measurements)
+    answers = read_answers(a)
     jobs = a.jobs if a.jobs > 0 else available_cores()
     if a.splits:
-        return _headline(a, pset, meas, jobs)
+        return _headline(a, pset, meas, jobs, answers)
     if a.ablations_only:
         acc, preds = evaluate_ablations(meas, pset, heldout=a.heldout, n_splits=a.folds, progress=_progress,
                                         jobs=jobs)
     else:
         acc, preds = evaluate_accuracy(meas, pset, heldout=a.heldout, models=parse_models(a.models),
                                        n_splits=a.folds, residual=not a.no_residual, ablations=a.ablations,
-                                       progress=_progress, jobs=jobs, shipped=shipped)
+                                       progress=_progress, jobs=jobs, shipped=shipped, answers=answers)
     _save(a.out, acc)
     _save_frame(a.table, table(acc))
     _save_frame(a.predictions, preds, parquet=True)
@@ -194,14 +219,16 @@ def _save_frame(path: str | None, frame: pl.DataFrame, parquet: bool = False) ->
     frame.write_parquet(path) if parquet else frame.write_csv(path)
 
 
-def _headline(a, pset: ParamSet, meas: dict[str, pl.DataFrame], jobs: int) -> int:
+def _headline(a, pset: ParamSet, meas: dict[str, pl.DataFrame], jobs: int, answers: pl.DataFrame | None) -> int:
     """``--splits``: issue 17's protocol (leave one testlist out, grouped by (n, k)) on the
-    development testlists, ws-hopper rows; summary to --table, predictions to --predictions."""
+    development testlists, ws-hopper rows; summary to --table, predictions to --predictions;
+    each fold's correction also learns from ``answers`` (as the shipped one does)."""
     splits = a.splits.split(",")
     dev = protocol.development(meas, heldout=a.heldout)
     summary, preds, why = protocol.headline(dev, pset, splits, residual=not a.no_residual, jobs=jobs,
-                                            progress=_progress)
+                                            progress=_progress, correction_rows=answers)
     meta = {"splits": splits, "dev_rows": dev.height, "dev_shapes": dev.get_column("shape").n_unique(),
+            "answer_rows": 0 if answers is None else answers.height,
             "testlists": sorted(dev.get_column("testlist").unique().to_list()), "heldout_testlist": a.heldout,
             "families": ["ws-hopper"], "nvmmh": why or "available", "classes": list(protocol.CLASSES)}
     band_split = "testlist" if "testlist" in splits else splits[0]  # the headline's split, where it was run
@@ -223,6 +250,9 @@ def _common(p) -> None:
     p.add_argument("--families", default=FAMILIES_DEFAULT,
                    help=f"comma-separated kernel families to fit (default {FAMILIES_DEFAULT})")
     p.add_argument("--dtype", default="bf16", help="input dtype of the tensor-core families (default bf16)")
+    p.add_argument("--answers", nargs="*", default=[], metavar="CSV",
+                   help="timed answers files (results/<gpu>/shipped/answers/*.csv): the residual correction "
+                   "also learns from their verified runs (a fold's, less the shapes it tests)")
     add_set_flag(p)
 
 

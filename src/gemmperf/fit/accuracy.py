@@ -192,6 +192,38 @@ def fit_correction(train: pl.DataFrame, fitted: ParamSet, sms: int, correction_r
     return Correction.fit(pred, sms, meta=meta, progress=progress)
 
 
+def outside(rows: pl.DataFrame | None, tested: pl.DataFrame) -> pl.DataFrame | None:
+    """``rows`` (timed configurations with m, n, k) less those of a shape ``tested`` holds:
+    what a fold's correction may learn from beside its training rows."""
+    if rows is None:
+        return None
+    mnk = [pl.col(c).cast(pl.Int64) for c in ("m", "n", "k")]
+    return rows.with_columns(mnk).join(tested.select(mnk).unique(), on=["m", "n", "k"], how="anti")
+
+
+ANSWER_FOLDS = 5  # the timed answers' sets cross-fitted in this many folds (fewer sets: one each)
+
+
+def answer_folds(answers: pl.DataFrame, n_folds: int = ANSWER_FOLDS) -> list[list[str]]:
+    """The timed answers' sets (their ``set`` column) dealt in sorted order into
+    min(n_folds, sets) folds: a fold's sets are scored by a correction that learned from
+    the others'. A set's shapes are all in one fold."""
+    sets = sorted(answers.get_column("set").unique().to_list())
+    k = min(n_folds, len(sets))
+    return [sets[i::k] for i in range(k)]
+
+
+def fold_corrections(train: pl.DataFrame, fitted: ParamSet, sms: int, answers: pl.DataFrame,
+                     n_folds: int = ANSWER_FOLDS, progress: bool = False) -> list[tuple[list[str], Correction]]:
+    """(a fold's sets, the correction of ``fitted`` learned on ``train`` and every other
+    fold's answers) for each of ``answer_folds``: how a correction taught the answers
+    predicts a set it never saw (the answer band is read off these, never off the
+    correction that saw them)."""
+    return [(fold, fit_correction(train, fitted, sms, answers.filter(~pl.col("set").is_in(fold)),
+                                  progress=progress))
+            for fold in answer_folds(answers, n_folds)]
+
+
 def fit_all(train: pl.DataFrame, pset: ParamSet, model_options: dict | None = None,
             residual: bool = True, names=C.FIT_NAMES, progress: bool = False,
             correction_rows: pl.DataFrame | None = None) -> tuple[ParamSet, Correction | None, dict]:
@@ -213,10 +245,13 @@ def _predict_fit(test, fitted, corr, model_options=None):
 
 
 def _fit_task(task):
-    """One (variant, fold): fit on train, predict test -> (predictions, params, correction, report)."""
-    train, test, pset, opts, with_resid, *more = task  # more: [correction_rows] or []
+    """One (variant, fold): fit on train, predict test -> (predictions, params, correction,
+    report); a sixth element: timed answers the correction also learns from, less those of
+    the shapes tested."""
+    train, test, pset, opts, with_resid, *more = task  # more: [answers] or []
     with single_thread_blas():
-        fitted, corr, report = fit_all(train, pset, opts, residual=with_resid, correction_rows=more[0] if more else None)
+        fitted, corr, report = fit_all(train, pset, opts, residual=with_resid,
+                                       correction_rows=outside(more[0], test) if more else None)
         return _predict_fit(test, fitted, corr, opts), fitted, corr, report
 
 
@@ -258,7 +293,8 @@ def done_as(items, progress):
 
 def evaluate_accuracy(measurements: dict[str, pl.DataFrame], pset: ParamSet, heldout: str | None = None,
                       models=None, n_splits: int = 5, residual: bool = True, ablations: bool = False,
-                      progress=print, jobs: int = 1, shipped: Shipped | None = None) -> tuple[dict, pl.DataFrame]:
+                      progress=print, jobs: int = 1, shipped: Shipped | None = None,
+                      answers: pl.DataFrame | None = None) -> tuple[dict, pl.DataFrame]:
     """(accuracy dict, out-of-sample predictions of every row by every model).
 
     ``jobs``: worker processes for the (variant, fold) fits (1: all in this process; the
@@ -267,11 +303,12 @@ def evaluate_accuracy(measurements: dict[str, pl.DataFrame], pset: ParamSet, hel
     made on these same measurements, held-out list and parameters (gemmperf fit's
     params.json and correction.json): the held-out split of ws-pipelined+fit is predicted
     with it instead of refitting it (the held-out fit is the shipped fit: every
-    development row), with the same figures."""
+    development row), with the same figures. ``answers`` (``tables.answer_rows``): timed
+    answers every corrected fit also learns from, as ``fit_shipped``'s does."""
     variants = [(FIT, None, residual)] + (ablation_variants() if ablations else [])
     with single_thread_blas():
         return _evaluate(measurements, pset, heldout, list(models or MODELS), n_splits, variants, progress, jobs,
-                         shipped)
+                         shipped, answers)
 
 
 def ablation_variants() -> list[tuple[str, dict, bool]]:
@@ -290,14 +327,14 @@ def evaluate_ablations(measurements: dict[str, pl.DataFrame], pset: ParamSet, he
         return _evaluate(measurements, pset, heldout, [], n_splits, variants, progress, jobs)
 
 
-def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress, jobs, shipped=None):
+def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress, jobs, shipped=None, answers=None):
     """Score the analytical ``models`` (microbenchmark parameters) and the fitted
     ``variants`` (name, ws-pipelined switches, with residual) on the same splits."""
     dev, held = split_rows(measurements, heldout)
     if dev.height == 0:
         raise UserError("no development measurements (all rows are held out or invalid)")
     if shipped is not None:
-        shipped.check(fit_record(measurements, heldout, dev), residual=variants[0][2])
+        shipped.check(fit_record(measurements, heldout, dev, answers), residual=variants[0][2])
     keep = [c for c in dev.columns if c in OUT_OF_SAMPLE_COLUMNS]
     acc: dict = {"heldout": {}}
     preds = []
@@ -325,9 +362,9 @@ def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress,
         for train_idx, test_idx in folds:
             train, test = dev[train_idx], dev[test_idx]
             assert not set(train.get_column("shape")) & set(test.get_column("shape"))
-            tasks.append((train, test, pset, opts, with_resid))
+            tasks.append((train, test, pset, opts, with_resid, answers))
         if held.height and not reuse(name, opts):
-            tasks.append((dev, held, pset, opts, with_resid))
+            tasks.append((dev, held, pset, opts, with_resid, answers))
     results = iter(_run_tasks(tasks, jobs))
     for name, opts, with_resid in variants:
         oof = pl.concat([next(results)[0] for _ in folds], how="diagonal_relaxed")
@@ -357,20 +394,25 @@ def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress,
 
 
 def fit_shipped(measurements: dict[str, pl.DataFrame], pset: ParamSet, heldout: str | None,
-                residual: bool = True, progress: bool = False) -> tuple[ParamSet, Correction | None, dict]:
-    """Constants and correction for results/<gpu>/: every development row, never the held-out list."""
-    dev, _ = split_rows(measurements, heldout)
+                residual: bool = True, progress: bool = False,
+                answers: pl.DataFrame | None = None) -> tuple[ParamSet, Correction | None, dict]:
+    """Constants and correction for results/<gpu>/: every development row, never the
+    held-out list; the correction also learns from ``answers`` (the timed answers, less
+    any of a held-out shape)."""
+    dev, held = split_rows(measurements, heldout)
     with single_thread_blas():
-        return fit_all(dev, pset, residual=residual, progress=progress)
+        return fit_all(dev, pset, residual=residual, progress=progress, correction_rows=outside(answers, held))
 
 
-def fit_record(measurements: dict[str, pl.DataFrame], heldout: str | None, dev: pl.DataFrame | None = None) -> dict:
+def fit_record(measurements: dict[str, pl.DataFrame], heldout: str | None, dev: pl.DataFrame | None = None,
+               answers: pl.DataFrame | None = None) -> dict:
     """What a shipped fit was made on (params.json's "fit" block): the testlists, the
-    held-out one and the development rows; ``Shipped.check`` compares it."""
+    held-out one, the development rows and the timed answers' rows its correction also
+    learned from; ``Shipped.check`` compares it."""
     if dev is None:
         dev, _ = split_rows(measurements, heldout)
     return {"testlists": sorted(measurements), "heldout": heldout if heldout in measurements else None,
-            "dev_rows": dev.height}
+            "dev_rows": dev.height, "answer_rows": 0 if answers is None else answers.height}
 
 
 @dataclass(frozen=True)

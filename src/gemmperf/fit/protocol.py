@@ -94,15 +94,7 @@ def evaluate(dev: pl.DataFrame, pset: ParamSet, grouping: str = "testlist", resi
     k): more rows each fold's correction learns from (``accuracy.fit_all``), those of a
     shape the fold tests dropped."""
     splits = folds(dev, grouping)
-
-    def more(te):
-        if correction_rows is None:
-            return ()
-        mnk = [pl.col(c).cast(pl.Int64) for c in ("m", "n", "k")]
-        tested = dev[te].select(mnk).unique()
-        return (correction_rows.with_columns(mnk).join(tested, on=["m", "n", "k"], how="anti"),)
-
-    tasks = [(dev[tr], dev[te], pset, model_options, residual, *more(te)) for _, tr, te in splits]
+    tasks = [(dev[tr], dev[te], pset, model_options, residual, correction_rows) for _, tr, te in splits]
     with single_thread_blas():
         results = _run_tasks(tasks, jobs)
     out = [_predictions(dev[te], pset, res[0]).with_columns(pl.lit(name).alias("fold"))
@@ -129,12 +121,13 @@ def with_nvmmh(preds: pl.DataFrame, gpu) -> tuple[pl.DataFrame, str | None]:
 
 
 def headline(dev: pl.DataFrame, pset: ParamSet, splits=GROUPINGS, residual: bool = True, jobs: int = 1,
-             progress=print) -> tuple[pl.DataFrame, pl.DataFrame, str | None]:
+             progress=print, correction_rows: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame, str | None]:
     """(summary with a ``split`` column, every out-of-sample prediction, why nvMatmulHeuristics
-    is absent or None) of each grouping in ``splits``."""
+    is absent or None) of each grouping in ``splits``; ``correction_rows``: as ``evaluate``."""
     sums, preds, why = [], [], None
     for grouping in splits:
-        p, why = with_nvmmh(evaluate(dev, pset, grouping, residual=residual, jobs=jobs), pset.gpu)
+        p, why = with_nvmmh(evaluate(dev, pset, grouping, residual=residual, jobs=jobs,
+                                     correction_rows=correction_rows), pset.gpu)
         sums.append(summary(p, columns=headline_columns(p)).with_columns(pl.lit(grouping).alias("split")))
         preds.append(p.with_columns(pl.lit(grouping).alias("split")))
         progress(f"accuracy: {grouping} split done")

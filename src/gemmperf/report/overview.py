@@ -185,7 +185,10 @@ def answer_band_section(page: Page, data: ReportData) -> None:
     page.p(f"The optimizer's answer is the minimum of the model's predictions over the whole space, so its "
            f"predicted time carries the model's most optimistic errors. Read off {b['shapes']} shapes no testlist "
            f"holds, whose answers were timed ({', '.join(b['runs'])}), asked of this fit again: `gemmperf optimize "
-           f"--shape` gives this band with its answer (median and split-conformal interval).")
+           f"--shape` gives this band with its answer (median and split-conformal interval)."
+           + (f" The residual correction learned from these answers too, so --corrected's band is cross-fitted: "
+              f"each of {len(b['corrected_folds'])} folds of the answers' sets asked of a correction that learned "
+              f"from the others alone." if b.get("corrected_folds") else ""))
     page.add(table_html(pl.DataFrame(rows)) if rows else "<p>Too few answers timed for a band.</p>")
 
 
