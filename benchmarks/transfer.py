@@ -12,7 +12,8 @@ development list; the sealed lists are not read) predicted by:
 - the transfer anchored on it: the source's measured time times the ratio of the
   transfer's prediction to the source fit's on the source (``fit.transfer.anchored``);
 - the transfer corrected by the source's residual correction (``fit.transfer.score``'s
-  ``correction``, the one the source's workflow fits);
+  ``correction``, the one the source's workflow fits: in bf16 it also learned from the
+  source's timed optimizer answers);
 - for scale, the target's own fit, leave one testlist out (what measuring GEMMs on the
   target buys).
 
@@ -91,7 +92,7 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import polars as pl
 
-    from accuracy_protocol import show
+    from accuracy_protocol import answer_rows, show
     from residual_sweep import run_tasks
     from gemmperf.fit import protocol as P
     from gemmperf.fit.accuracy import fit_all
@@ -106,7 +107,10 @@ def main(argv=None) -> int:
         p.error(f"--microbench: {len(given)} files for {len(slugs)} GPUs")
     for i, slug in enumerate(slugs):
         side[slug] = gpu_side(slug, args.dtype, given[i] if given else None, family)
-        side[slug]["fitted"], side[slug]["correction"], _ = fit_all(side[slug]["dev"], side[slug]["base"])
+        # the source's workflow correction also learns from its timed answers (bf16 only)
+        side[slug]["answers"] = answer_rows(slug) if args.dtype == "bf16" else None
+        side[slug]["fitted"], side[slug]["correction"], _ = fit_all(side[slug]["dev"], side[slug]["base"],
+                                                                    correction_rows=side[slug]["answers"])
     slugs = list(side)
     for source, target in ((slugs[0], slugs[1]), (slugs[1], slugs[0])):
         s, t = side[source], side[target]
@@ -137,7 +141,7 @@ def main(argv=None) -> int:
         if args.loto:
             lists = sorted(rows.get_column("testlist").unique())
             tasks = [(s["dev"].filter(pl.col("testlist") != name), rows.filter(pl.col("testlist") == name), s["base"],
-                      t["base"], s["rates"], t["rates"]) for name in lists]
+                      t["base"], s["rates"], t["rates"], s["answers"]) for name in lists]
             held = pl.concat(run_tasks(heldout_transfer, tasks, args.jobs), how="diagonal_relaxed")
             show(P.summary(held, columns={name: name for name in HELDOUT}),
                  f"{source} -> {target}, each testlist left out of {source}'s fit ({held.height} rows)")
@@ -149,14 +153,15 @@ HELDOUT = ("transfer", "transfer + source correction")
 
 def heldout_transfer(task):
     """The target's rows of one testlist predicted by the transfer, and the corrected
-    transfer, of a source fit (constants and correction) that did not see that list."""
-    from gemmperf.fit.accuracy import fit_all, single_thread_blas
+    transfer, of a source fit (constants and correction) that did not see that list (the
+    correction also taught the source's timed answers, less any of the list's shapes)."""
+    from gemmperf.fit.accuracy import fit_all, outside, single_thread_blas
     from gemmperf.fit.transfer import transfer
     from gemmperf.models import ws_pipelined as W
 
-    train, test, source_base, target_base, source_rates, target_rates = task
+    train, test, source_base, target_base, source_rates, target_rates, answers = task
     with single_thread_blas():
-        fitted, correction, _ = fit_all(train, source_base)
+        fitted, correction, _ = fit_all(train, source_base, correction_rows=outside(answers, test))
     moved = W.predict(test, transfer(fitted, source_base, target_base, source_rates, target_rates))
     corrected = correction.onto(target_base.gpu.sms)(moved)
     return test.with_columns(moved.get_column("predicted_us").alias(HELDOUT[0]),

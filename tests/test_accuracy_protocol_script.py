@@ -1,4 +1,5 @@
-"""benchmarks/accuracy_protocol.py's record of the library versions its figures came from."""
+"""benchmarks/accuracy_protocol.py's record of the library versions its figures came from, and
+the timed answers its corrections learn from."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import sklearn
 
 from scripts import load_script
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "accuracy_protocol.py"
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "accuracy_protocol.py"
 
 
 def test_the_protocol_names_the_versions_its_figures_depend_on():
@@ -20,16 +22,15 @@ def test_the_protocol_names_the_versions_its_figures_depend_on():
     assert re.search(r"nvidia-matmul-heuristics (\d|absent)", line) and "scipy " in line and "polars " in line
 
 
-def test_with_answers_reads_the_gpus_timed_answers_and_refuses_fp8(capsys):
-    """--with-answers: the GPU's timed optimizer answers as rows a correction can learn
-    from (a configuration and its time, shapes no testlist holds); they are bf16, so fp8
-    with them is refused, exit status 2."""
-    import pytest
+def test_the_answers_are_read_as_the_workflow_reads_them():
+    """In bf16 each fold's correction also learns from the GPU's timed optimizer answers
+    (a configuration and its time, shapes no testlist holds), every committed file as
+    the workflow's fit reads them."""
+    from gemmperf.tables import answer_rows
 
     script = load_script(SCRIPT, "accuracy_protocol")
     rows = script.answer_rows("h100-sxm5-80gb")
     assert rows.height > 1000 and {"m", "n", "k", "tile_m", "stages", "time_us"} <= set(rows.columns)
     assert "kinds" not in rows.columns and (rows.get_column("time_us") > 0).all()
-    with pytest.raises(SystemExit) as stop:
-        script.main(["--dtype", "fp8", "--with-answers"])
-    assert stop.value.code == 2 and "--with-answers" in capsys.readouterr().err
+    shipped = sorted((ROOT / "results" / "h100-sxm5-80gb" / "shipped" / "answers").glob("*.csv"))
+    assert rows.height == answer_rows(shipped).height
