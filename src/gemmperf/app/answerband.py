@@ -143,10 +143,14 @@ def band_clause(entry: dict | None) -> str:
 EXAMPLE = """example (what the workflow's rule answer_band runs for a GPU with shipped timed answers):
   gemmperf answer-band --gpu results/h100-sxm5-80gb/hardware.json \\
       --params results/h100-sxm5-80gb/params.json --correction results/h100-sxm5-80gb/correction.json \\
-      --runs results/h100-sxm5-80gb/shipped/answers/*.csv --out results/h100-sxm5-80gb/answer_band.json
+      --runs results/h100-sxm5-80gb/shipped/answers/*.csv --out results/h100-sxm5-80gb/answer_band.json \\
+      --measurements results/h100-sxm5-80gb/shipped/measurements/*.csv
 
 The runs are configurations timed on shapes no testlist holds (benchmarks/optimizer_picks.py);
-each shape's answer is asked of this fit again, and counts where a run timed it.
+each shape's answer is asked of this fit again, and counts where a run timed it. A
+correction that learned from these runs (gemmperf fit --answers) is refitted without each
+fold of their sets from the measurements it was fitted on, so --corrected's band is never
+read off runs its correction saw.
 `gemmperf optimize --shape` then gives the band with its answer (and --corrected's pick)
 while results/<gpu>/params.json is the file the band was computed with.
 """

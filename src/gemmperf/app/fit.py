@@ -260,11 +260,14 @@ SHIPPED = "results/h100-sxm5-80gb/shipped"
 FIT_EXAMPLE = f"""example (what the workflow runs, results/<gpu>/ of a shipped GPU):
   gemmperf fit --gpu h100-sxm5-80gb --microbench {SHIPPED}/microbench.csv \\
       --measurements {SHIPPED}/measurements/*.csv --heldout llm \\
+      --answers {SHIPPED}/answers/*.csv \\
       --out results/h100-sxm5-80gb/params.json --correction-out results/h100-sxm5-80gb/correction.json
-params.json records when and from what it was fitted (its "fit" block)."""
+params.json records when and from what it was fitted (its "fit" block); --answers: the
+correction also learns from the optimizer's answers timed on shapes no testlist holds."""
 ACCURACY_EXAMPLE = f"""example (after the fit example of gemmperf fit --help; the held-out split reuses that fit):
   gemmperf accuracy --gpu h100-sxm5-80gb --microbench {SHIPPED}/microbench.csv \\
       --measurements {SHIPPED}/measurements/*.csv --heldout llm --jobs 2 \\
+      --answers {SHIPPED}/answers/*.csv \\
       --params results/h100-sxm5-80gb/params.json --correction results/h100-sxm5-80gb/correction.json \\
       --out accuracy.json --table accuracy.csv
 without --params the held-out fit is made here too (same figures, one more fit)."""
