@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 
 from . import csvfile
@@ -300,8 +301,6 @@ def answer_set(path: str | Path) -> str:
     """The set a timed answers file belongs to: its stem, less a re-timing round's
     "-picks<N>" ("fresh2-picks3.csv" -> "fresh2"; benchmarks/optimizer_picks.py names them
     so). A set's shapes are drawn together and no other set holds them."""
-    import re
-
     return re.sub(r"-picks\d*$", "", Path(path).stem)
 
 
@@ -324,7 +323,7 @@ def answer_rows(paths):
             s = parse_shape(shape)
             rows.append({"m": s.m, "n": s.n, "k": s.k, **KernelConfig.from_key(config).as_dict(),
                          "time_us": float(time_us), "kinds": kinds, "set": answer_set(path)})
-    kinds = {int: pl.Int64, bool: pl.Boolean, str: pl.Utf8}
-    schema = {**{c: pl.Int64 for c in SHAPE_COLUMNS}, **{c: kinds[type(v)] for c, v in CONFIG_DEFAULTS.items()},
+    types = {int: pl.Int64, bool: pl.Boolean, str: pl.Utf8}
+    schema = {**{c: pl.Int64 for c in SHAPE_COLUMNS}, **{c: types[type(v)] for c, v in CONFIG_DEFAULTS.items()},
               "time_us": pl.Float64, "kinds": pl.Utf8, "set": pl.Utf8}
     return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
