@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import UserError
-from ..fit.accuracy import fit_record, fold_corrections, outside, split_rows
+from ..fit.accuracy import Shipped, fit_record, fold_corrections, outside, split_rows
 from ..fit.residual import Correction
 from ..intervals import LEVEL, is_band
 from ..optimize.band import answer_times, bands
@@ -88,10 +88,7 @@ def taught_folds(a, pset) -> list:
     dev, held = split_rows(meas, a.heldout)
     answers = answer_rows(a.runs)
     record = json.loads(Path(a.params).read_text()).get("fit") or {}
-    for key, have in fit_record(meas, a.heldout, dev, answers).items():
-        if record.get(key) != have:
-            raise UserError(f"{a.params}: fitted with {key} = {record.get(key)!r}, these --measurements, --heldout "
-                            f"and --runs have {have!r}; refit it with gemmperf fit --answers on the same files")
+    Shipped(pset, None, record, origin=str(a.params)).check(fit_record(meas, a.heldout, dev, answers), residual=False)
     return fold_corrections(dev, pset, pset.gpu.sms, outside(answers, held))  # as gemmperf fit learned them
 
 
