@@ -55,9 +55,10 @@ of the two and the corrected time with a penalty on how far the correction moves
 `--corrected`'s would pick better among the configurations timed.
 
 ``--feedback`` leaves one set out at a time: its runs ranked and predicted by the
-correction of the development rows alone (as shipped) and by one that also learned from
-every other set's runs (``fit_all(correction_rows=...)``, accuracy_protocol.py
-``--with-answers``); the constants are the development rows' fit either way. Whether the
+correction of the development rows alone (as shipped until step 42) and by one that also
+learned from every other set's runs (``fit_correction``, as the shipped fit and
+accuracy_protocol.py's bf16 folds do); the constants are the development rows' fit
+either way. Whether the
 correction, taught the optimizer's region, picks and predicts better on shapes it never
 saw.
 
