@@ -33,7 +33,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # The settings shipped from issue 17 step 16 to step 21 (1200 trees of depth 4, learning
 # rate 0.05, Huber loss, leaves of 32 rows, every row and feature); the variants named
 # until step 21 are changes of these, so each name keeps the figures recorded for it.
-STEP16 = {"n_estimators": 1200, "max_depth": 4, "max_leaf_nodes": None}
+# Until step 43 the trees were grown on every split point with Huber loss (EXACT).
+EXACT = {"splits": "exact", "loss": "huber", "learning_rate": 0.05}
+STEP16 = {"n_estimators": 1200, "max_depth": 4, "max_leaf_nodes": None, **EXACT}
 # name -> ResidualRegressor settings (those not named: its defaults')
 VARIANTS = {
     "leaf8": {**STEP16, "min_samples_leaf": 8},
@@ -54,9 +56,14 @@ VARIANTS = {
     "max-features0.5": {**STEP16, "max_features": 0.5},
     "subsample0.5-max-features0.5": {**STEP16, "subsample": 0.5, "max_features": 0.5},
     # trees grown best split first to a number of leaves, no depth limit (step 22 kept 31)
-    "leaves15": {"max_depth": None, "max_leaf_nodes": 15, "n_estimators": 1200},
-    "leaves31": {"max_depth": None, "max_leaf_nodes": 31, "n_estimators": 600},
-    "leaves63": {"max_depth": None, "max_leaf_nodes": 63, "n_estimators": 300},
+    "leaves15": {"max_depth": None, "max_leaf_nodes": 15, "n_estimators": 1200, **EXACT},
+    "leaves31": {"max_depth": None, "max_leaf_nodes": 31, "n_estimators": 600, **EXACT},  # steps 22-42
+    "leaves63": {"max_depth": None, "max_leaf_nodes": 63, "n_estimators": 300, **EXACT},
+    # split points among quantile bins, squared loss (step 43 ships binned-2400trees)
+    "binned-600trees": {"n_estimators": 600, "learning_rate": 0.05},
+    "binned-1200trees": {"n_estimators": 1200, "learning_rate": 0.05},
+    "binned-2400trees": {"n_estimators": 2400, "learning_rate": 0.025},
+    "binned-1200trees-absolute": {"n_estimators": 1200, "learning_rate": 0.05, "loss": "absolute_error"},
 }
 # name -> (FEATURES dropped, features added: name -> function of no argument giving a polars
 # expression over a ws-pipelined prediction table); the shipped tree settings (step 16's

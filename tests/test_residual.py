@@ -25,18 +25,29 @@ def table(seed=0, n=300):
     return W.predict(df, PS)
 
 
+EXACT = {"splits": "exact", "loss": "huber", "learning_rate": 0.05}  # the estimator until step 43
+
+
 def test_tree_arrays_match_sklearn_and_json_roundtrip():
-    from sklearn.ensemble import GradientBoostingRegressor
+    from sklearn.ensemble import GradientBoostingRegressor, HistGradientBoostingRegressor
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 5))
     y = np.sin(X[:, 0]) + 0.3 * (X[:, 1] > 0) + 0.01 * rng.normal(size=400)
-    for settings in ({"n_estimators": 50, "max_depth": 3, "max_leaf_nodes": None},  # depth-first, as step 16
-                     {"n_estimators": 50}):  # as shipped: best split first to 31 leaves, no depth limit
+    for settings in ({"n_estimators": 50, "max_depth": 3, "max_leaf_nodes": None, **EXACT},  # depth-first, step 16
+                     {"n_estimators": 50, **EXACT},  # best split first to 31 leaves (step 22)
+                     {"n_estimators": 120, "max_depth": 3, "max_leaf_nodes": None},  # binned, depth-first
+                     {"n_estimators": 120}):  # as shipped: binned, best split first to 31 leaves
         est = ResidualRegressor(**settings).fit(X, y)
-        ref = GradientBoostingRegressor(**{"max_depth": None, "max_leaf_nodes": 31, **settings},
-                                        min_samples_leaf=est.min_samples_leaf, loss="huber", learning_rate=0.05,
-                                        random_state=0).fit(X, y)
+        if est.splits == "exact":
+            ref = GradientBoostingRegressor(
+                **{"max_depth": None, "max_leaf_nodes": 31, **{k: v for k, v in settings.items() if k != "splits"}},
+                min_samples_leaf=est.min_samples_leaf, random_state=0).fit(X, y)
+        else:  # one call of sklearn's: the same trees as the fit's warm-started chunks of 50
+            ref = HistGradientBoostingRegressor(
+                max_iter=settings["n_estimators"], max_depth=settings.get("max_depth"),
+                max_leaf_nodes=settings.get("max_leaf_nodes", 31), learning_rate=est.learning_rate,
+                min_samples_leaf=est.min_samples_leaf, early_stopping=False, random_state=0).fit(X, y)
         np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-10, atol=1e-10)
         back = ResidualRegressor.from_dict(json.loads(json.dumps(est.to_dict())))
         np.testing.assert_array_equal(back.predict(X), est.predict(X))
@@ -48,15 +59,24 @@ def test_tree_arrays_match_sklearn_and_json_roundtrip():
     assert {int((t["left"] < 0).sum()) for t in est.trees_} == {31} and est.depth_ > 4
 
 
+@pytest.mark.parametrize("settings", [{"loss": "huber"}, {"subsample": 0.5}, {"splits": "approximate"}])
+def test_a_fit_the_binned_trees_cannot_make_is_refused(settings):
+    """Huber loss and row subsampling are the exact fit's; an unknown splits is neither:
+    one line naming the value, never a silently other fit."""
+    X = np.random.default_rng(0).normal(size=(100, 3))
+    with pytest.raises(UserError, match=repr(next(iter(settings.values())))):
+        ResidualRegressor(n_estimators=5, **settings).fit(X, X[:, 0])
+
+
 def test_a_correction_file_of_step_16s_trees_still_loads():
     """A correction.json written before step 22 names no max_leaf_nodes: it loads as the
     depth-4 trees it holds and predicts as they did."""
     rng = np.random.default_rng(2)
     X = rng.normal(size=(300, 4))
     y = X[:, 0] - 0.5 * (X[:, 3] > 0.2)
-    est = ResidualRegressor(n_estimators=30, max_depth=4, max_leaf_nodes=None).fit(X, y)
+    est = ResidualRegressor(n_estimators=30, max_depth=4, max_leaf_nodes=None, **EXACT).fit(X, y)
     data = est.to_dict()
-    del data["params"]["max_leaf_nodes"]
+    del data["params"]["max_leaf_nodes"], data["params"]["splits"], data["scale"]  # keys of later steps
     back = ResidualRegressor.from_dict(json.loads(json.dumps(data)))
     np.testing.assert_array_equal(back.predict(X), est.predict(X))
 
@@ -69,10 +89,11 @@ def test_stochastic_boosting_is_sklearns_and_repeats_with_its_seed():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(300, 6))
     y = X[:, 0] ** 2 + 0.5 * (X[:, 2] > 0) + 0.01 * rng.normal(size=300)
-    settings = {"n_estimators": 40, "max_depth": 3, "max_leaf_nodes": None, "subsample": 0.5, "max_features": 0.5}
+    settings = {"n_estimators": 40, "max_depth": 3, "max_leaf_nodes": None, "subsample": 0.5, "max_features": 0.5,
+                **EXACT}
     est = ResidualRegressor(**settings).fit(X, y)
-    ref = GradientBoostingRegressor(**settings, min_samples_leaf=est.min_samples_leaf, loss="huber",
-                                    learning_rate=0.05, random_state=0).fit(X, y)
+    ref = GradientBoostingRegressor(**{k: v for k, v in settings.items() if k != "splits"},
+                                    min_samples_leaf=est.min_samples_leaf, random_state=0).fit(X, y)
     np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-10, atol=1e-10)
     np.testing.assert_array_equal(ResidualRegressor(**settings).fit(X, y).predict(X), est.predict(X))
     assert np.abs(ResidualRegressor(**settings, random_state=1).fit(X, y).predict(X) - est.predict(X)).max() > 1e-6

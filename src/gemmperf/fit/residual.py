@@ -33,9 +33,12 @@ prediction table, see ``features``) have a physical meaning:
                     model's split requests and shared sectors price rows off their sector
                     at a fraction of what the short-K probe measured (step 37)
 
-Estimator: ``ResidualRegressor``, gradient-boosted regression trees of 31 leaves
-(sklearn's GradientBoostingRegressor grown best split first, Huber loss, fixed
-random_state, by default no row or feature subsampling: the fit is deterministic).
+Estimator: ``ResidualRegressor``, gradient-boosted regression trees of 31 leaves grown
+best split first, squared loss, split points among 255 quantile bins per feature
+(sklearn's HistGradientBoostingRegressor), no row or feature subsampling: the fit is
+deterministic. ``splits="exact"`` grows them on every split point instead, with Huber loss
+(GradientBoostingRegressor, the estimator until issue 17's step 43: as accurate
+leave-one-testlist-out and ~3x slower, benchmarks/MODEL_ACCURACY.md).
 Serialization without pickle: after fitting, every tree is copied into plain arrays
 (feature, threshold, left, right, value);
 ``predict`` walks those arrays itself, vectorized over rows, and ``to_dict``/``from_dict``
@@ -50,6 +53,7 @@ sklearn's private layout at load time (loading needs numpy only).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -176,16 +180,18 @@ def target(pred: pl.DataFrame, measured: str = "time_us") -> np.ndarray:
 class ResidualRegressor(RegressorMixin, BaseEstimator):
     """Boosted regression trees whose fitted state is plain arrays (JSON-serializable).
 
-    600 trees, each grown best split first to 31 leaves of at least 32 rows: a correction
-    learned from many configurations carries to testlists the fit never saw, one from a
-    few does not (issue 17 step 16), and a tree that spends its splits where the error
-    is, rather than on every branch to depth 4, can follow an interaction of more than
-    four terms down one branch (step 22). Both chosen leave-one-testlist-out on the
-    development data (benchmarks/MODEL_ACCURACY.md)."""
+    2400 trees at a learning rate of 0.025, each grown best split first to 31 leaves of
+    at least 32 rows: a correction learned from many configurations carries to testlists
+    the fit never saw, one from a few does not (issue 17 step 16), and a tree that spends
+    its splits where the error is, rather than on every branch to depth 4, can follow an
+    interaction of more than four terms down one branch (step 22). Split points among
+    quantile bins (step 43): the fits of the workflow's 18,000-row corrections ~3x
+    faster than exact splits at 600 trees, as accurate. All chosen leave-one-testlist-out
+    on the development data (benchmarks/MODEL_ACCURACY.md)."""
 
-    def __init__(self, n_estimators=600, learning_rate=0.05, max_depth=None, min_samples_leaf=32,
-                 loss="huber", alpha=0.9, subsample=1.0, max_features=None, random_state=0,
-                 max_leaf_nodes=31):
+    def __init__(self, n_estimators=2400, learning_rate=0.025, max_depth=None, min_samples_leaf=32,
+                 loss="squared_error", alpha=0.9, subsample=1.0, max_features=None, random_state=0,
+                 max_leaf_nodes=31, splits="binned"):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth  # None: as deep as max_leaf_nodes lets a tree grow
@@ -196,6 +202,10 @@ class ResidualRegressor(RegressorMixin, BaseEstimator):
         self.subsample = subsample  # share of rows each tree sees (1.0: all; below: stochastic boosting)
         self.max_features = max_features  # share of features a split weighs (None: all)
         self.random_state = random_state
+        # "binned": split points among 255 quantile bins per feature (HistGradientBoostingRegressor;
+        # losses squared_error, absolute_error); "exact": every split point of every feature
+        # (GradientBoostingRegressor; its losses, huber with alpha among them, and subsample)
+        self.splits = splits
 
     def fit(self, X, y, progress: bool = False):
         """Fit on X (rows x FEATURES) and y; ``progress``: a bar of the trees."""
@@ -205,6 +215,10 @@ class ResidualRegressor(RegressorMixin, BaseEstimator):
         y = np.asarray(y, dtype=np.float64)
         if X.ndim != 2 or X.shape[0] != y.shape[0] or X.shape[0] == 0:
             raise UserError(f"ResidualRegressor.fit: X {X.shape} and y {y.shape} do not match")
+        if self.splits == "binned":
+            return self._fit_binned(X, y, progress)
+        if self.splits != "exact":
+            raise UserError(f"ResidualRegressor: splits {self.splits!r} is neither 'exact' nor 'binned'")
         gb = GradientBoostingRegressor(
             n_estimators=self.n_estimators, learning_rate=self.learning_rate, max_depth=self.max_depth,
             max_leaf_nodes=self.max_leaf_nodes,
@@ -230,6 +244,49 @@ class ResidualRegressor(RegressorMixin, BaseEstimator):
                 "left": t.children_left.astype(np.int64), "right": t.children_right.astype(np.int64),
                 "value": t.value[:, 0, 0].astype(np.float64)})
         self.depth_ = int(max((e.get_depth() for e in gb.estimators_[:, 0]), default=0))
+        self.scale_ = self.learning_rate  # a tree's step: its leaf value times the learning rate
+        return self
+
+    BINNED_CHUNK = 50  # trees per call of the binned fit (the progress bar's step)
+
+    def _fit_binned(self, X, y, progress: bool):
+        """The binned fit, its trees copied into the same arrays. The copy reads the
+        fitted estimator's ``_predictors`` and ``_baseline_prediction`` (sklearn's own
+        layout, not public): it is checked against sklearn's predict on the training rows."""
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        if self.loss not in ("squared_error", "absolute_error") or self.subsample != 1.0:
+            raise UserError(f"ResidualRegressor: the binned fit takes loss squared_error or absolute_error and no "
+                            f"row subsampling (loss {self.loss!r}, subsample {self.subsample}); splits='exact' does")
+        gb = HistGradientBoostingRegressor(
+            loss=self.loss, learning_rate=self.learning_rate, max_iter=0, max_leaf_nodes=self.max_leaf_nodes,
+            max_depth=self.max_depth, min_samples_leaf=self.min_samples_leaf, l2_regularization=0.0,
+            max_features=1.0 if self.max_features is None else self.max_features, early_stopping=False,
+            warm_start=True, random_state=self.random_state)
+        trees = bar(total=self.n_estimators, desc="residual correction", unit="tree") if progress else None
+        with trees or contextlib.nullcontext():  # warm-started in chunks: the same trees as one call
+            while gb.max_iter < self.n_estimators:
+                step = min(self.BINNED_CHUNK, self.n_estimators - gb.max_iter)
+                gb.max_iter += step
+                gb.fit(X, y)
+                if trees is not None:
+                    trees.update(step)
+        self.n_features_in_ = X.shape[1]
+        self.init_ = float(np.asarray(gb._baseline_prediction).ravel()[0])
+        self.trees_ = []
+        for (tree,) in gb._predictors:
+            nodes = tree.nodes
+            leaf = nodes["is_leaf"].astype(bool)
+            idx = lambda name, at_leaf: np.where(leaf, at_leaf, nodes[name].astype(np.int64))  # noqa: E731 (unsigned)
+            self.trees_.append({
+                "feature": idx("feature_idx", -2), "left": idx("left", -1), "right": idx("right", -1),
+                "threshold": np.where(leaf, -2.0, nodes["num_threshold"]).astype(np.float64),
+                "value": nodes["value"].astype(np.float64)})
+        self.depth_ = int(max((int(t.nodes["depth"].max()) for (t,) in gb._predictors), default=0))
+        self.scale_ = 1.0  # the binned fit's leaf values carry the learning rate already
+        if not np.allclose(self.predict(X), gb.predict(X), rtol=0, atol=1e-9):
+            raise UserError("ResidualRegressor: the binned trees copied from sklearn do not predict as sklearn "
+                            "does (its layout changed); fit with splits='exact'")
         return self
 
     def predict(self, X):
@@ -245,12 +302,12 @@ class ResidualRegressor(RegressorMixin, BaseEstimator):
                 leaf = left < 0
                 go_left = X[rows, np.where(leaf, 0, t["feature"][node])] <= t["threshold"][node]
                 node = np.where(leaf, node, np.where(go_left, left, t["right"][node]))
-            out += self.learning_rate * t["value"][node]
+            out += self.scale_ * t["value"][node]
         return out
 
     def to_dict(self) -> dict:
         return {"params": self.get_params(), "n_features_in": self.n_features_in_, "init": self.init_,
-                "depth": self.depth_,
+                "depth": self.depth_, "scale": self.scale_,
                 "trees": [{k: v.tolist() for k, v in t.items()} for t in self.trees_]}
 
     @classmethod
@@ -259,6 +316,7 @@ class ResidualRegressor(RegressorMixin, BaseEstimator):
         est.n_features_in_ = int(data["n_features_in"])
         est.init_ = float(data["init"])
         est.depth_ = int(data["depth"])
+        est.scale_ = float(data.get("scale", est.learning_rate))
         types = {"feature": np.int64, "threshold": np.float64, "left": np.int64, "right": np.int64,
                  "value": np.float64}
         est.trees_ = [{k: np.asarray(t[k], dtype=types[k]) for k in types} for t in data["trees"]]
