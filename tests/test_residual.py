@@ -123,3 +123,14 @@ def test_correction_learns_a_physical_bias_out_of_sample(tmp_path):
     np.testing.assert_array_equal(loaded(test)["corrected_us"].to_numpy(), out["corrected_us"].to_numpy())
     with pytest.raises(UserError, match="no residual correction"):
         load_correction(tmp_path, "a100-sxm4-80gb")
+
+
+def test_the_binned_fit_grows_the_same_trees_with_a_bar_as_without(monkeypatch):
+    """With a bar shown the binned fit is warm-started in steps; the trees are one call's."""
+    monkeypatch.setenv("GEMMPERF_PROGRESS", "1")
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 4))
+    y = np.sin(2 * X[:, 0]) * X[:, 1] + 0.05 * rng.normal(size=500)
+    stepped = ResidualRegressor(n_estimators=40).fit(X, y, progress=True)
+    assert stepped.BINNED_STEPS > 1
+    np.testing.assert_array_equal(stepped.predict(X), ResidualRegressor(n_estimators=40).fit(X, y).predict(X))
