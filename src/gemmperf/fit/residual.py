@@ -41,7 +41,7 @@ deterministic. ``splits="exact"`` grows them on every split point instead, with 
 leave-one-testlist-out and ~3x slower, benchmarks/MODEL_ACCURACY.md).
 Serialization without pickle: after fitting, every tree is copied into plain arrays
 (feature, threshold, left, right, value);
-``predict`` walks those arrays itself, vectorized over rows, and ``to_dict``/``from_dict``
+``predict`` walks those arrays itself, vectorized over rows and trees, and ``to_dict``/``from_dict``
 round-trip them through JSON exactly. Why this choice: boosted trees capture the
 piecewise behaviour of GEMM residuals (wave quantization, limiter changes) that a ridge
 on smooth features misses, and owning the arrays removes any dependence on pickle or on
