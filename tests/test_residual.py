@@ -43,7 +43,7 @@ def test_tree_arrays_match_sklearn_and_json_roundtrip():
             ref = GradientBoostingRegressor(
                 **{"max_depth": None, "max_leaf_nodes": 31, **{k: v for k, v in settings.items() if k != "splits"}},
                 min_samples_leaf=est.min_samples_leaf, random_state=0).fit(X, y)
-        else:  # one call of sklearn's: the same trees as the fit's warm-started chunks of 50
+        else:  # sklearn's own binned fit, the same settings
             ref = HistGradientBoostingRegressor(
                 max_iter=settings["n_estimators"], max_depth=settings.get("max_depth"),
                 max_leaf_nodes=settings.get("max_leaf_nodes", 31), learning_rate=est.learning_rate,
@@ -131,6 +131,13 @@ def test_the_binned_fit_grows_the_same_trees_with_a_bar_as_without(monkeypatch):
     rng = np.random.default_rng(3)
     X = rng.normal(size=(500, 4))
     y = np.sin(2 * X[:, 0]) * X[:, 1] + 0.05 * rng.normal(size=500)
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    calls = []
+    fit = HistGradientBoostingRegressor.fit
+    monkeypatch.setattr(HistGradientBoostingRegressor, "fit", lambda self, *a: calls.append(1) or fit(self, *a))
     stepped = ResidualRegressor(n_estimators=40).fit(X, y, progress=True)
-    assert stepped.BINNED_STEPS > 1
-    np.testing.assert_array_equal(stepped.predict(X), ResidualRegressor(n_estimators=40).fit(X, y).predict(X))
+    assert len(calls) == ResidualRegressor.BINNED_STEPS > 1  # the bar showed: the fit went in steps
+    plain = ResidualRegressor(n_estimators=40).fit(X, y)
+    assert len(calls) == ResidualRegressor.BINNED_STEPS + 1  # no bar: one call
+    np.testing.assert_array_equal(stepped.predict(X), plain.predict(X))
