@@ -16,8 +16,14 @@ optimizer ranks in. ``--without-answers``: the correction of the testlists' rows
 (what the workflow shipped before the fifty-first session). The constants are fitted on
 the testlists' rows alone either way.
 
+In another dtype (fp8) each fold's correction also learns from the GPU's bf16 rows and
+answers (teacher rows, ``fit.accuracy``), as the workflow's does since the fifty-third
+session: those of the left-out list and its shapes (by (n, k) in the nk split) dropped,
+each predicted with bf16's own constants fitted in the same fold. ``--without-teacher``:
+the fp8 rows alone.
+
     python benchmarks/accuracy_protocol.py [--gpu h100-sxm5-80gb] [--dtype bf16] [--jobs 2]
-        [--grouping testlist,nk] [--out DIR] [--sealed] [--without-answers]
+        [--grouping testlist,nk] [--out DIR] [--sealed] [--without-answers] [--without-teacher]
 
 Prints one table per split (model x class: rows, shapes, MAPE, p95, Spearman, regret)
 and the targets; with --out writes the predictions (parquet) and the summaries (CSV).
@@ -32,6 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SEALED = "sealed"
+TEACHER_DTYPE = "bf16"  # another dtype's correction also learns from this one's rows and answers
 # issue 17's targets, leave-one-testlist-out, ws-hopper
 TARGETS = {"ws-pipelined+fit": {"mape_pct": 7.0},
            "ws-pipelined+fit+residual": {"mape_pct": 4.0, "p95_ape_pct": 12.0, "spearman_mean": 0.95,
@@ -115,6 +122,8 @@ def main(argv=None) -> int:
     p.add_argument("--sealed", action="store_true", help="score the sealed list (once, at the end)")
     p.add_argument("--without-answers", action="store_true",
                    help="the correction of the testlists' rows alone, not taught the timed optimizer answers")
+    p.add_argument("--without-teacher", action="store_true",
+                   help="outside bf16: the correction of this dtype's rows alone, not taught the bf16 rows")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT / "src"))
     import polars as pl
@@ -124,6 +133,7 @@ def main(argv=None) -> int:
     from gemmperf.fit.accuracy import available_cores
     from gemmperf.fit.microbench import fit_paramset
     from gemmperf.hardware import load_gpu
+    from gemmperf.params import ParamSet
 
     gpu = load_gpu(ROOT / "results" / args.gpu / "shipped" / "hardware.json")
     pset = fit_paramset(gpu, str(ROOT / "results" / args.gpu / "shipped" / "microbench.csv"), ["ws-hopper"],
@@ -136,8 +146,18 @@ def main(argv=None) -> int:
           f"{dev.get_column('nk').n_unique()} weight matrices, testlists "
           + ", ".join(f"{t} {n}" for t, n in dev.group_by("testlist").len().sort("testlist").iter_rows()))
     print(f"libraries: {libraries()}")
-    # the timed answers are bf16: an fp8 correction learns from the testlists alone, as the workflow's
-    answers = answer_rows(args.gpu) if args.dtype == "bf16" and not args.without_answers else None
+    # the timed answers are bf16: another dtype's correction learns from them with the bf16 rows
+    teacher = None
+    if args.dtype != TEACHER_DTYPE and not args.without_teacher:
+        teacher_meas = {name: tables.read_measurements(path)
+                        for name, path in measurement_files(args.gpu, TEACHER_DTYPE).items() if name != SEALED}
+        teacher = P.development(teacher_meas)
+        more = fit_paramset(gpu, str(ROOT / "results" / args.gpu / "shipped" / "microbench.csv"), ["ws-hopper"],
+                            TEACHER_DTYPE)
+        pset = ParamSet(gpu, {**more.entries, **pset.entries})
+        print(f"each fold's correction also learns from {teacher.height} {TEACHER_DTYPE} rows (teacher rows)")
+    answers = (answer_rows(args.gpu) if (args.dtype == TEACHER_DTYPE or teacher is not None)
+               and not args.without_answers else None)
     if answers is not None:
         print(f"each fold's correction also learns from {answers.height} timed optimizer answers "
               f"({answers.select('m', 'n', 'k').unique().height} shapes no testlist holds)")
@@ -153,9 +173,9 @@ def main(argv=None) -> int:
                 print("no sealed measurements", file=sys.stderr)
                 return 2
             held = P.development({SEALED: tables.read_measurements(sealed)})
-            preds = P.score_heldout(dev, held, pset)
+            preds = P.score_heldout(dev, held, pset, teacher=teacher)
         else:
-            preds = P.evaluate(dev, pset, grouping, jobs=jobs, correction_rows=answers)
+            preds = P.evaluate(dev, pset, grouping, jobs=jobs, correction_rows=answers, teacher=teacher)
         preds, why = P.with_nvmmh(preds, gpu)
         columns = {**P.COLUMNS, **({P.NVMMH: "nvmmh_us"} if why is None else {})}
         summary = P.summary(preds, columns=columns)

@@ -104,6 +104,50 @@ def test_fit_writes_params_and_correction_from_one_fit(capsys, tmp_path):
     assert json.loads(corr.read_text()) == correction.to_dict()
 
 
+def test_fit_with_teacher_measurements_ships_its_own_dtype_and_records_them(capsys, tmp_path):
+    """An fp8 run's fit taught by the GPU's bf16 rows: its params.json holds fp8's constants
+    only, its "fit" record counts the teacher rows, the accuracy reuses that fit; teacher
+    rows of the run's own dtype, or without --correction-out, are refused in one line."""
+    import itertools
+
+    import polars as pl
+
+    from gemmperf.fit import accuracy as A
+    from gemmperf.hardware import CATALOG
+    from gemmperf.params import ParamSet
+
+    ps = ParamSet(CATALOG["h100-sxm5-80gb"])
+    cfgs = pl.DataFrame([{"tile_m": tm, "tile_n": tn, "persistent": p}
+                         for tm, tn, p in itertools.product([64, 128], [128, 256], [False, True])])
+    paths = {}
+    for dtype in ("bf16", "fp8"):
+        for name, seed, shapes in (("dev", 1, itertools.product([512, 4096], [1024, 8192], [512, 4096])),
+                                   ("more", 2, [(1024, 8192, 4096), (2048, 2048, 2048)])):
+            path = tmp_path / dtype / f"{name}.csv"
+            path.parent.mkdir(exist_ok=True)
+            rows = A.synthetic_measurements(ps, list(shapes), cfgs, seed=seed + len(dtype))
+            rows.with_columns(pl.lit(dtype).alias("dtype")).write_csv(path)
+            paths.setdefault(dtype, []).append(str(path))
+    out, corr = tmp_path / "params.json", tmp_path / "correction.json"
+    common = ("--gpu", "h100-sxm5-80gb", "--families", "ws-hopper", "--dtype", "fp8", "--measurements", *paths["fp8"])
+    code, _, err = run(capsys, "fit", *common, "--teacher-measurements", *paths["bf16"], "--out", str(out),
+                       "--correction-out", str(corr))
+    assert code == 0, err
+    written = json.loads(out.read_text())
+    assert {e["dtype"] for e in written["entries"]} == {"fp8"}
+    assert written["fit"]["teacher_rows"] == 10 * cfgs.height and written["fit"]["teacher_measurements"]
+    assert json.loads(corr.read_text())["meta"]["n_train"] == 2 * 10 * cfgs.height
+    # scored with that fit, the accuracy must be taught the same rows
+    code, _, err = run(capsys, "accuracy", *common, "--params", str(out), "--correction", str(corr),
+                       "--models", "sol", "--folds", "2", "--out", str(tmp_path / "a.json"))
+    last = err.strip().splitlines()[-1]  # after the note that no --microbench was given
+    assert code == 2 and "teacher_rows" in last and "Traceback" not in err, err
+    for extra in (("--teacher-measurements", *paths["fp8"], "--correction-out", str(corr)),
+                  ("--teacher-measurements", *paths["bf16"])):
+        code, _, err = run(capsys, "fit", *common, *extra, "--out", str(out))
+        assert code == 2 and "--teacher-measurements" in err.strip().splitlines()[-1] and "Traceback" not in err, err
+
+
 def test_ablations_only_refuses_what_it_cannot_honour(capsys):
     for extra in (("--ablations",), ("--models", "sol")):
         code, _, err = run(capsys, "accuracy", "--gpu", "h100-sxm5-80gb", "--measurements", "nosuch.csv",

@@ -182,3 +182,61 @@ def test_fit_all_records_the_rows_its_correction_also_learned_from():
     assert fitted.get("ws-hopper", "bf16").constants == alone.get("ws-hopper", "bf16").constants
     assert corr.meta["also_trained_on_rows"] == answers.height and "also_trained_on_rows" not in corr0.meta
     assert corr.meta["n_train"] == corr0.meta["n_train"] + answers.height
+
+
+def fp8_lists():
+    """lists()'s shapes in another dtype (other noise, labelled fp8): the run lists()' bf16
+    rows teach."""
+    return {name: A.synthetic_measurements(PS, df.select("m", "n", "k").unique(maintain_order=True).rows(), CFGS,
+                                           seed=seed + 10).with_columns(pl.lit("fp8").alias("dtype"))
+            for (name, df), seed in zip(lists().items(), (1, 2, 3))}
+
+
+def test_teacher_rows_teach_only_the_correction_outside_what_a_fold_tests(monkeypatch):
+    """Rows of another dtype (an fp8 run's bf16 rows) reach each fold's fit, but a fold
+    keeps none of its left-out list or shapes (or, by (n, k), weight matrices); they are
+    never scored, and the run's own constants are as without them."""
+    dev, teacher = P.development(fp8_lists()), P.development(lists())
+    assert set(dev.get_column("dtype")) == {"fp8"} and set(teacher.get_column("dtype")) == {"bf16"}
+    seen = []
+    real = A.fit_all
+
+    def spy(train, pset, *args, **kw):
+        seen.append(train)
+        return real(train, pset, *args, **kw)
+
+    monkeypatch.setattr(A, "fit_all", spy)
+    plain = P.evaluate(dev, PS, "testlist", residual=True)
+    taught = P.evaluate(dev, PS, "testlist", residual=True, teacher=teacher)
+    assert taught.height == dev.height and set(taught.get_column("dtype")) == {"fp8"}
+    for (name, _, test), train in zip(P.folds(dev, "testlist"), seen[3:]):
+        bf16 = train.filter(pl.col("dtype") == "bf16")
+        assert bf16.height and name not in set(bf16.get_column("testlist"))
+        mnk = lambda df: set(df.select("m", "n", "k").rows())  # noqa: E731
+        assert not mnk(bf16) & mnk(dev[test])
+    # leaving "b" out drops list "a"'s bf16 copy of b's shape 512x1024x512 too
+    assert (512, 1024, 512) not in set(seen[4].select("m", "n", "k").rows())
+    np.testing.assert_array_equal(plain.get_column("fitted_us").to_numpy(), taught.get_column("fitted_us").to_numpy())
+    assert not np.array_equal(plain.get_column("corrected_us").to_numpy(), taught.get_column("corrected_us").to_numpy())
+    seen.clear()
+    P.evaluate(dev, PS, "nk", residual=True, teacher=teacher)
+    for (_, _, test), train in zip(P.folds(dev, "nk"), seen):
+        nk = lambda df: set(df.select("n", "k").rows())  # noqa: E731
+        assert not nk(train.filter(pl.col("dtype") == "bf16")) & nk(dev[test])
+    seen.clear()
+    P.evaluate(dev, PS, "testlist", residual=False, teacher=teacher)  # no correction: nothing to teach
+    assert all(set(train.get_column("dtype")) == {"fp8"} for train in seen)
+
+
+def test_the_shipped_fit_learns_from_teacher_rows_and_ships_its_own_dtype():
+    meas, teacher = fp8_lists(), P.development(lists())
+    fitted, corr, _ = A.fit_shipped(meas, PS, "c", residual=True, teacher=teacher)
+    alone, corr0, _ = A.fit_shipped(meas, PS, "c", residual=True)
+    assert {dtype for _, dtype in fitted.entries} == {"fp8"}
+    assert fitted.to_dict() == alone.to_dict()
+    # c's list and shapes stay out of it in bf16 too
+    kept = A.teacher_rows(teacher, A.split_rows(meas, "c")[1], A.HELD_KEYS)
+    assert 0 < kept.height < teacher.height and "c" not in set(kept.get_column("testlist"))
+    assert corr.meta["n_train"] == corr0.meta["n_train"] + kept.height
+    record = A.fit_record(meas, "c", teacher=teacher)
+    assert record["teacher_rows"] == kept.height and A.fit_record(meas, "c")["teacher_rows"] == 0

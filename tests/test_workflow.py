@@ -123,6 +123,13 @@ def test_each_dtype_is_a_run_and_a_dtype_without_data_runs_like_a_gpu_without_me
     assert (fp16.source, fp16.testlists_measured, fp16.has_microbench, fp16.data) == (
         "shipped", ["skinny"], False, str(sd / "fp16"))
     assert "h100-sxm5-80gb/fp8: catalog" in plan.summary()
+    # fp16's correction also learns from the GPU's bf16 rows (teacher rows); none without
+    # ws-hopper or the correction, and a run without measurements has nothing to be taught
+    taught = make_plan(_plan_config(tmp_path, dtypes=["bf16", "fp8", "fp16"], families=["ws-hopper"]), results)
+    assert [r.teacher for r in taught.runs.values()] == [None, None, "h100-sxm5-80gb"]
+    for off in ({"families": ["simt"]}, {"families": ["ws-hopper"], "residual": False}):
+        runs = make_plan(_plan_config(tmp_path, dtypes=["bf16", "fp16"], **off), results).runs
+        assert runs["h100-sxm5-80gb/fp16"].teacher is None, off
     # a GPU without any data: every dtype a catalog run; a measured GPU measures every dtype
     assert {r.source for r in make_plan(_plan_config(tmp_path, dtypes=["bf16", "fp8"]), tmp_path / "none").runs.values()} \
         == {"catalog"}

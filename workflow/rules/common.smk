@@ -162,8 +162,20 @@ def answer_runs(wildcards):
 
 def fit_answers(wildcards):
     """The timed answers a run's residual correction also learns from (gemmperf fit
-    --answers): those of a run with an answer band, else none."""
-    return run_plan(wildcards).answers if wildcards.run in BAND_RUNS else []
+    --answers): those of a run with an answer band, else its teacher's, else none."""
+    r = run_plan(wildcards)
+    if wildcards.run in BAND_RUNS:
+        return r.answers
+    return PLAN.runs[r.teacher].answers if r.teacher else []
+
+
+def teacher_measurements(wildcards):
+    """The measurements of the run's teacher (gemmperf fit --teacher-measurements: the
+    GPU's bf16 tables for its fp8 run), else none."""
+    r = run_plan(wildcards)
+    if not r.teacher:
+        return []
+    return [measurement_path(r.teacher, t) for t in PLAN.runs[r.teacher].testlists_measured]
 
 
 def report_answer_band(wildcards):

@@ -1,7 +1,8 @@
 # One fit per run (a GPU in one input dtype): the microbenchmark parameters,
 # ws-pipelined's constants on every development row and, for runs with measurements
 # (CORRECTED_RUNS), the residual correction from the same in-memory fit, which also
-# learns from the run's timed answers where it has them (fit_answers). Runs without
+# learns from the run's timed answers where it has them (fit_answers) and, for an fp8
+# run, from its GPU's bf16 rows and answers (teacher_measurements). Runs without
 # measurements (a catalog GPU, a dtype with no shipped data) get params only.
 rule fit:
     output:
@@ -12,6 +13,7 @@ rule fit:
         microbench=microbench,
         measurements=all_measurements,
         answers=fit_answers,
+        teacher=teacher_measurements,
     wildcard_constraints:
         run=one_of(CORRECTED_RUNS),
     params:
@@ -26,7 +28,7 @@ rule fit:
         logged(
             "gemmperf fit --gpu {input.hardware:q} --microbench {input.microbench:q}"
             " --measurements {input.measurements:q} {params.heldout:q}"
-            " --answers {input.answers:q}"
+            " --answers {input.answers:q} --teacher-measurements {input.teacher:q}"
             " --families {params.families:q} --dtype {params.dtype:q} {params.overrides:q}"
             " --out {output.params:q} --correction-out {output.correction:q}"
         )
@@ -79,6 +81,7 @@ rule accuracy:
         params="results/{run}/params.json",
         correction="results/{run}/correction.json",
         answers=fit_answers,
+        teacher=teacher_measurements,
     threads: 4
     priority: 1
     params:
@@ -94,7 +97,7 @@ rule accuracy:
         logged(
             "gemmperf accuracy --gpu {input.hardware:q} --microbench {input.microbench:q}"
             " --measurements {input.measurements:q} {params.heldout:q}"
-            " --answers {input.answers:q}"
+            " --answers {input.answers:q} --teacher-measurements {input.teacher:q}"
             " --families {params.families:q} --dtype {params.dtype:q} {params.residual}"
             " {params.overrides:q} --params {input.params:q} --correction {input.correction:q}"
             " --jobs {threads} --out {output.accuracy:q}"
@@ -115,6 +118,7 @@ rule headline:
         microbench=microbench,
         measurements=all_measurements,
         answers=fit_answers,
+        teacher=teacher_measurements,
     threads: 4
     priority: 1
     params:
@@ -131,7 +135,8 @@ rule headline:
             "gemmperf accuracy --gpu {input.hardware:q} --microbench {input.microbench:q}"
             " --measurements {input.measurements:q} {params.heldout:q}"
             " --families {params.families:q} --dtype {params.dtype:q} {params.residual}"
-            " {params.overrides:q} --answers {input.answers:q} --splits testlist,nk --jobs {threads}"
+            " {params.overrides:q} --answers {input.answers:q} --teacher-measurements {input.teacher:q}"
+            " --splits testlist,nk --jobs {threads}"
             " --out {output.scores:q} --table {output.table:q} --picks {output.picks:q}"
         )
 

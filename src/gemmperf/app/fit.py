@@ -28,7 +28,7 @@ import polars as pl
 from .. import tables
 from ..errors import UserError
 from ..fit.accuracy import (Shipped, available_cores, evaluate_ablations, evaluate_accuracy, fit_record, fit_shipped,
-                            table)
+                            split_rows, table)
 from ..fit import protocol
 from ..fit.microbench import default_paramset, fit_paramset
 from ..fit.residual import Correction
@@ -47,22 +47,49 @@ def read_measurements(paths) -> dict[str, pl.DataFrame]:
     return {Path(p).stem: tables.read_measurements(p) for p in paths or []}
 
 
-def read_answers(a) -> pl.DataFrame | None:
+def read_answers(a, teacher_dtypes=()) -> pl.DataFrame | None:
     """``--answers``: the verified runs of the timed answers files (``tables.answer_rows``),
-    each file's configurations of this run's dtype and families; None without the flag."""
+    each file's configurations of this run's dtype (or a teacher's, ``read_teacher``) and
+    families; None without the flag."""
     if not a.answers:
         return None
     families = parse_families(a.families)
+    dtypes = [a.dtype, *teacher_dtypes]
     frames = []
     for path in a.answers:
         rows = tables.answer_rows([path])
-        for column, allowed, flag in (("dtype", [a.dtype], "--dtype"), ("family", families, "--families")):
+        for column, allowed, flag in (("dtype", dtypes, "--dtype"), ("family", families, "--families")):
             odd = rows.filter(~pl.col(column).is_in(allowed)).get_column(column).unique().sort().to_list()
             if odd:
                 raise UserError(f"{path}: configurations of {column} {', '.join(odd)}; this fit's {flag} is "
                                 f"{', '.join(allowed)}")
         frames.append(rows)
     return pl.concat(frames)
+
+
+def read_teacher(a, pset: ParamSet) -> tuple[pl.DataFrame | None, ParamSet]:
+    """``--teacher-measurements``: (their development rows of the families this run fits,
+    ``pset`` with their dtypes' microbenchmark parameters added), or (None, ``pset``).
+    Rows of another input dtype on the same GPU that the residual correction also learns
+    from, each with its own dtype's constants (``fit.accuracy``: teacher rows)."""
+    if not a.teacher_measurements:
+        return None, pset
+    if not a.measurements:
+        raise UserError("--teacher-measurements: the run's own --measurements are needed too")
+    families = sorted({family for family, _ in pset.entries})
+    teacher, _ = split_rows(read_measurements(a.teacher_measurements), a.heldout)
+    teacher = teacher.filter(pl.col("family").is_in(families))
+    dtypes = sorted(teacher.get_column("dtype").unique().to_list())
+    if not dtypes or a.dtype in dtypes:
+        raise UserError(f"--teacher-measurements {' '.join(a.teacher_measurements)}: "
+                        + (f"rows of this run's own dtype {a.dtype}; a teacher's are of another" if dtypes
+                           else f"no valid rows of {', '.join(families)}"))
+    entries = dict(pset.entries)
+    for dtype in dtypes:
+        more = (fit_paramset(pset.gpu, a.microbench, families, dtype) if a.microbench
+                else default_paramset(pset.gpu, families, dtype))
+        entries.update({key: p for key, p in more.entries.items() if key not in entries})
+    return teacher, ParamSet(pset.gpu, entries, dict(pset.overrides))
 
 
 def check_flags(a) -> None:
@@ -124,33 +151,40 @@ def base_params(a) -> ParamSet:
     return pset
 
 
-def fit_block(a, pset: ParamSet, meas: dict[str, pl.DataFrame], answers: pl.DataFrame | None = None) -> dict:
+def fit_block(a, pset: ParamSet, meas: dict[str, pl.DataFrame], answers: pl.DataFrame | None = None,
+              teacher: pl.DataFrame | None = None) -> dict:
     """params.json's "fit": when (fitted_at, UTC, ISO 8601), on which GPU and from which
     files and flags it was fitted; ``accuracy --params`` checks the record part."""
     return {"fitted_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
             "gpu": pset.gpu.slug, "microbench": a.microbench or None, "measurements": list(a.measurements or []),
             "answers": list(a.answers or []), "families": parse_families(a.families), "dtype": a.dtype,
             "overrides": parse_overrides(a.set),
-            **(fit_record(meas, a.heldout, answers=answers) if meas
+            **({"teacher_measurements": list(a.teacher_measurements)} if a.teacher_measurements else {}),
+            **(fit_record(meas, a.heldout, answers=answers, teacher=teacher) if meas
                else {"testlists": [], "heldout": None, "dev_rows": 0, "answer_rows": 0})}
 
 
 def cmd_fit(a) -> int:
     pset = base_params(a)
     meas = read_measurements(a.measurements)
-    answers = read_answers(a)
+    teacher, taught = read_teacher(a, pset)
+    answers = read_answers(a, () if teacher is None else teacher.get_column("dtype").unique().to_list())
     if a.correction_out and not meas:
         raise UserError("fit --correction-out: the correction needs --measurements")
+    if teacher is not None and not a.correction_out:
+        raise UserError("fit --teacher-measurements: the teacher rows teach the residual correction; "
+                        "give --correction-out")
     if meas:
-        pset, corr, report = fit_shipped(meas, pset, a.heldout, residual=bool(a.correction_out), progress=True,
-                                         answers=answers)
+        pset, corr, report = fit_shipped(meas, taught, a.heldout, residual=bool(a.correction_out), progress=True,
+                                         answers=answers, teacher=teacher)
         for key, r in report.items():
             print(f"fitted ws-pipelined constants of {key} on {int(r['kernel_fit_points'])} rows "
                   f"(rms log error {r['kernel_fit_rmse_log']:.3f}); held out: {a.heldout}", file=sys.stderr)
         if corr is not None:
             corr.save(a.correction_out)
             print(f"wrote {a.correction_out}", file=sys.stderr)
-    write_text(a.out, json.dumps({**pset.to_dict(), "fit": fit_block(a, pset, meas, answers)}, indent=2) + "\n")
+    write_text(a.out, json.dumps({**pset.to_dict(), "fit": fit_block(a, pset, meas, answers, teacher)}, indent=2)
+               + "\n")
     print(f"wrote {a.out}", file=sys.stderr)
     return 0
 
@@ -189,17 +223,19 @@ def cmd_accuracy(a) -> int:
     pset = base_params(a)
     shipped = read_shipped(a, pset)
     meas = read_measurements(a.measurements)
-    answers = read_answers(a)
+    teacher, taught = read_teacher(a, pset)
+    answers = read_answers(a, () if teacher is None else teacher.get_column("dtype").unique().to_list())
     jobs = a.jobs if a.jobs > 0 else available_cores()
     if a.splits:
-        return _headline(a, pset, meas, jobs, answers)
+        return _headline(a, taught, meas, jobs, answers, teacher)
     if a.ablations_only:
         acc, preds = evaluate_ablations(meas, pset, heldout=a.heldout, n_splits=a.folds, progress=_progress,
                                         jobs=jobs)
     else:
-        acc, preds = evaluate_accuracy(meas, pset, heldout=a.heldout, models=parse_models(a.models),
+        acc, preds = evaluate_accuracy(meas, taught, heldout=a.heldout, models=parse_models(a.models),
                                        n_splits=a.folds, residual=not a.no_residual, ablations=a.ablations,
-                                       progress=_progress, jobs=jobs, shipped=shipped, answers=answers)
+                                       progress=_progress, jobs=jobs, shipped=shipped, answers=answers,
+                                       teacher=teacher)
     _save(a.out, acc)
     _save_frame(a.table, table(acc))
     _save_frame(a.predictions, preds, parquet=True)
@@ -219,16 +255,21 @@ def _save_frame(path: str | None, frame: pl.DataFrame, parquet: bool = False) ->
     frame.write_parquet(path) if parquet else frame.write_csv(path)
 
 
-def _headline(a, pset: ParamSet, meas: dict[str, pl.DataFrame], jobs: int, answers: pl.DataFrame | None) -> int:
+def _headline(a, pset: ParamSet, meas: dict[str, pl.DataFrame], jobs: int, answers: pl.DataFrame | None,
+              teacher: pl.DataFrame | None = None) -> int:
     """``--splits``: issue 17's protocol (leave one testlist out, grouped by (n, k)) on the
     development testlists, ws-hopper rows; summary to --table, predictions to --predictions;
-    each fold's correction also learns from ``answers`` (as the shipped one does)."""
+    each fold's correction also learns from ``answers`` and ``teacher`` (as the shipped one
+    does)."""
     splits = a.splits.split(",")
     dev = protocol.development(meas, heldout=a.heldout)
+    if teacher is not None:
+        teacher = protocol.with_nk(teacher.filter(pl.col("family") == "ws-hopper"))
     summary, preds, why = protocol.headline(dev, pset, splits, residual=not a.no_residual, jobs=jobs,
-                                            progress=_progress, correction_rows=answers)
+                                            progress=_progress, correction_rows=answers, teacher=teacher)
     meta = {"splits": splits, "dev_rows": dev.height, "dev_shapes": dev.get_column("shape").n_unique(),
             "answer_rows": 0 if answers is None else answers.height,
+            "teacher_rows": 0 if teacher is None else teacher.height,
             "testlists": sorted(dev.get_column("testlist").unique().to_list()), "heldout_testlist": a.heldout,
             "families": ["ws-hopper"], "nvmmh": why or "available", "classes": list(protocol.CLASSES)}
     band_split = "testlist" if "testlist" in splits else splits[0]  # the headline's split, where it was run
@@ -253,6 +294,10 @@ def _common(p) -> None:
     p.add_argument("--answers", nargs="*", default=[], metavar="CSV",
                    help="timed answers files (results/<gpu>/shipped/answers/*.csv): the residual correction "
                    "also learns from their verified runs (a fold's, less the shapes it tests)")
+    p.add_argument("--teacher-measurements", nargs="*", default=[], metavar="CSV",
+                   help="measurement CSVs of another input dtype on the same GPU (an fp8 run's bf16 ones): the "
+                   "residual correction also learns from their rows, each predicted with its own dtype's "
+                   "constants fitted on them; never scored (a fold's, less its testlists and shapes)")
     add_set_flag(p)
 
 

@@ -87,6 +87,9 @@ class RunPlan:
     has_microbench: bool = False
     data: str | None = None  # the shipped folder its measurements and microbench.csv are read from
     answers: list[str] = field(default_factory=list)  # shipped timed answers (<data>/answers/*.csv): the answer band
+    # the run of the same GPU in BASE_DTYPE whose measurements and answers this run's
+    # correction also learns from (teacher rows, gemmperf.fit.accuracy), or None
+    teacher: str | None = None
     skipped: dict[str, str] = field(default_factory=dict)  # stage -> reason
 
 
@@ -248,8 +251,23 @@ def make_plan(config: dict, results: str | Path = "results", local_gpu=None) -> 
         for dtype in config_dtypes(config):
             g.runs[dtype] = _run_plan(g, dtype, testlists, sd, why, config.get("residual", True),
                                       config.get("heldout_testlist"), list(config.get("families", [])))
+        _teach(g, config.get("residual", True), list(config.get("families", [])))
         gpus[slug] = g
     return Plan(gpus=gpus, local=local_gpu.slug if local_gpu is not None else None, local_note=note)
+
+
+def _teach(g: GPUPlan, residual: bool, families: list[str]) -> None:
+    """Give each measured run of another dtype than BASE_DTYPE the GPU's measured
+    BASE_DTYPE run as its teacher: its residual correction also learns from that run's
+    ws-hopper rows and timed answers, each with their own constants (three times the rows
+    of fp8's own; leave one testlist out, fp8's corrected MAPE fell about a point on both
+    GPUs, benchmarks/MODEL_ACCURACY.md step 44)."""
+    base = g.runs.get(BASE_DTYPE)
+    if not residual or "ws-hopper" not in families or base is None or not base.testlists_measured:
+        return
+    for r in g.runs.values():
+        if r is not base and r.testlists_measured:
+            r.teacher = base.name
 
 
 def _run_plan(g: GPUPlan, dtype: str, testlists: list[str], sd: Path, why: str, residual: bool,

@@ -30,6 +30,14 @@ Besides the two splits, "all" pools them: every row of every testlist, each pred
 by a fit that did not see it (development rows by their CV fold's fit, held-out rows by
 the fit on all development rows), for the models scored on both.
 
+Teacher rows (``teacher``): measurements of another input dtype on the same GPU (an fp8
+run's bf16 rows) that the residual correction also learns from, never scored. Each is
+predicted with its own dtype's constants, fitted on those rows in the same fit (the
+constants are fitted per (family, dtype), so the run's own are as without them), and a
+fold's teacher rows share no shape, weight matrix or testlist with its test rows where the
+split groups by them (``teacher_rows``): the correction learns how the model errs on the
+GPU from three times the rows, not the tested shapes in another dtype.
+
 accuracy.json: {model: {family: metrics}, "heldout": {model: {family: metrics}},
 "all": {model: {family: metrics}}, "meta": {...}}.
 
@@ -201,6 +209,37 @@ def outside(rows: pl.DataFrame | None, tested: pl.DataFrame) -> pl.DataFrame | N
     return rows.with_columns(mnk).join(tested.select(mnk).unique(), on=["m", "n", "k"], how="anti")
 
 
+SHAPE_KEYS = (("m", "n", "k"),)  # a teacher row shares no problem size with the rows tested
+HELD_KEYS = (("testlist",), ("m", "n", "k"))  # nor, beside the held-out list, its name
+
+
+def teacher_rows(teacher: pl.DataFrame | None, tested: pl.DataFrame, by=SHAPE_KEYS) -> pl.DataFrame | None:
+    """``teacher``'s rows that share no value of any key group in ``by`` with ``tested``
+    (``SHAPE_KEYS``: no (m, n, k); protocol's splits add the testlist or the weight
+    matrix): what a fold's correction may learn from in the other dtype."""
+    if teacher is None:
+        return None
+    for keys in by:
+        cols = [pl.col(c).cast(pl.Int64) if c in ("m", "n", "k") else pl.col(c) for c in keys]
+        teacher = teacher.with_columns(cols).join(tested.select(cols).unique(), on=list(keys), how="anti")
+    return teacher
+
+
+def with_teacher(train: pl.DataFrame, teacher: pl.DataFrame | None) -> pl.DataFrame:
+    """``train`` and then the teacher rows (``teacher_rows``' result; None: ``train``)."""
+    if teacher is None or teacher.height == 0:
+        return train
+    return pl.concat([train, teacher], how="diagonal_relaxed")
+
+
+def own_entries(pset: ParamSet, dtypes) -> ParamSet:
+    """``pset`` with the entries of ``dtypes`` only: a fit with teacher rows fitted their
+    dtype's constants too, which its run does not ship (the teacher's own run does)."""
+    from dataclasses import replace
+
+    return replace(pset, entries={key: p for key, p in pset.entries.items() if key[1] in set(dtypes)})
+
+
 ANSWER_FOLDS = 5  # the timed answers' sets cross-fitted in this many folds (fewer sets: one each)
 
 
@@ -294,7 +333,8 @@ def done_as(items, progress):
 def evaluate_accuracy(measurements: dict[str, pl.DataFrame], pset: ParamSet, heldout: str | None = None,
                       models=None, n_splits: int = 5, residual: bool = True, ablations: bool = False,
                       progress=print, jobs: int = 1, shipped: Shipped | None = None,
-                      answers: pl.DataFrame | None = None) -> tuple[dict, pl.DataFrame]:
+                      answers: pl.DataFrame | None = None,
+                      teacher: pl.DataFrame | None = None) -> tuple[dict, pl.DataFrame]:
     """(accuracy dict, out-of-sample predictions of every row by every model).
 
     ``jobs``: worker processes for the (variant, fold) fits (1: all in this process; the
@@ -304,11 +344,12 @@ def evaluate_accuracy(measurements: dict[str, pl.DataFrame], pset: ParamSet, hel
     params.json and correction.json): the held-out split of ws-pipelined+fit is predicted
     with it instead of refitting it (the held-out fit is the shipped fit: every
     development row), with the same figures. ``answers`` (``tables.answer_rows``): timed
-    answers every corrected fit also learns from, as ``fit_shipped``'s does."""
+    answers every corrected fit also learns from, as ``fit_shipped``'s does; ``teacher``:
+    teacher rows (module docstring) every corrected fit also learns from."""
     variants = [(FIT, None, residual)] + (ablation_variants() if ablations else [])
     with single_thread_blas():
         return _evaluate(measurements, pset, heldout, list(models or MODELS), n_splits, variants, progress, jobs,
-                         shipped, answers)
+                         shipped, answers, teacher)
 
 
 def ablation_variants() -> list[tuple[str, dict, bool]]:
@@ -327,14 +368,15 @@ def evaluate_ablations(measurements: dict[str, pl.DataFrame], pset: ParamSet, he
         return _evaluate(measurements, pset, heldout, [], n_splits, variants, progress, jobs)
 
 
-def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress, jobs, shipped=None, answers=None):
+def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress, jobs, shipped=None, answers=None,
+              teacher=None):
     """Score the analytical ``models`` (microbenchmark parameters) and the fitted
     ``variants`` (name, ws-pipelined switches, with residual) on the same splits."""
     dev, held = split_rows(measurements, heldout)
     if dev.height == 0:
         raise UserError("no development measurements (all rows are held out or invalid)")
     if shipped is not None:
-        shipped.check(fit_record(measurements, heldout, dev, answers), residual=variants[0][2])
+        shipped.check(fit_record(measurements, heldout, dev, answers, teacher), residual=variants[0][2])
     keep = [c for c in dev.columns if c in OUT_OF_SAMPLE_COLUMNS]
     acc: dict = {"heldout": {}}
     preds = []
@@ -362,9 +404,12 @@ def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress,
         for train_idx, test_idx in folds:
             train, test = dev[train_idx], dev[test_idx]
             assert not set(train.get_column("shape")) & set(test.get_column("shape"))
+            if with_resid:
+                train = with_teacher(train, teacher_rows(teacher, test))
             tasks.append((train, test, pset, opts, with_resid, answers))
         if held.height and not reuse(name, opts):
-            tasks.append((dev, held, pset, opts, with_resid, answers))
+            train = with_teacher(dev, teacher_rows(teacher, held, HELD_KEYS)) if with_resid else dev
+            tasks.append((train, held, pset, opts, with_resid, answers))
     results = iter(_run_tasks(tasks, jobs))
     for name, opts, with_resid in variants:
         oof = pl.concat([next(results)[0] for _ in folds], how="diagonal_relaxed")
@@ -395,24 +440,33 @@ def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress,
 
 def fit_shipped(measurements: dict[str, pl.DataFrame], pset: ParamSet, heldout: str | None,
                 residual: bool = True, progress: bool = False,
-                answers: pl.DataFrame | None = None) -> tuple[ParamSet, Correction | None, dict]:
+                answers: pl.DataFrame | None = None,
+                teacher: pl.DataFrame | None = None) -> tuple[ParamSet, Correction | None, dict]:
     """Constants and correction for results/<gpu>/: every development row, never the
     held-out list; the correction also learns from ``answers`` (the timed answers, less
-    any of a held-out shape)."""
+    any of a held-out shape) and ``teacher``'s rows (module docstring; less those of the
+    held-out list and its shapes). The parameters returned are the development rows'
+    dtypes' only."""
     dev, held = split_rows(measurements, heldout)
+    train = with_teacher(dev, teacher_rows(teacher, held, HELD_KEYS)) if residual else dev
     with single_thread_blas():
-        return fit_all(dev, pset, residual=residual, progress=progress, correction_rows=outside(answers, held))
+        fitted, corr, report = fit_all(train, pset, residual=residual, progress=progress,
+                                       correction_rows=outside(answers, held))
+    return own_entries(fitted, dev.get_column("dtype").unique()), corr, report
 
 
 def fit_record(measurements: dict[str, pl.DataFrame], heldout: str | None, dev: pl.DataFrame | None = None,
-               answers: pl.DataFrame | None = None) -> dict:
+               answers: pl.DataFrame | None = None, teacher: pl.DataFrame | None = None) -> dict:
     """What a shipped fit was made on (params.json's "fit" block): the testlists, the
-    held-out one, the development rows and the timed answers' rows its correction also
-    learned from; ``Shipped.check`` compares it."""
-    if dev is None:
-        dev, _ = split_rows(measurements, heldout)
+    held-out one, the development rows and the timed answers' and teacher rows its
+    correction also learned from (``teacher``: every teacher row given; those of the
+    held-out list and its shapes are not counted, as ``fit_shipped`` drops them);
+    ``Shipped.check`` compares it."""
+    dev_rows, held = split_rows(measurements, heldout)
+    dev = dev_rows if dev is None else dev
     return {"testlists": sorted(measurements), "heldout": heldout if heldout in measurements else None,
-            "dev_rows": dev.height, "answer_rows": 0 if answers is None else answers.height}
+            "dev_rows": dev.height, "answer_rows": 0 if answers is None else answers.height,
+            "teacher_rows": 0 if teacher is None else teacher_rows(teacher, held, HELD_KEYS).height}
 
 
 @dataclass(frozen=True)
@@ -429,7 +483,8 @@ class Shipped:
         """UserError unless this fit was made on ``expected`` (``fit_record``) and has a
         correction where ``residual`` asks for one."""
         for key, want in expected.items():
-            got = self.record.get(key)
+            # a record older than teacher rows learned from none
+            got = self.record.get(key, 0 if key == "teacher_rows" else None)
             if got != want:
                 raise UserError(f"{self.origin}: fitted with {key} = {got!r}, this run has {want!r}; "
                                 "refit it with gemmperf fit on the same measurements, --heldout and flags")

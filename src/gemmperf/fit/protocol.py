@@ -26,7 +26,8 @@ from ..models import nvmmh
 from ..models import ws_pipelined as W
 from ..params import ParamSet
 from ..tables import FITTED_CORRECTED_MODEL, FITTED_MODEL, OUT_OF_SAMPLE_COLUMNS
-from .accuracy import TIE_REL, _run_tasks, metrics, single_thread_blas, split_rows
+from .accuracy import (HELD_KEYS, TIE_REL, _run_tasks, metrics, single_thread_blas, split_rows, teacher_rows,
+                       with_teacher)
 
 GROUPINGS = ("testlist", "nk")
 # shape classes where a model generalizes worst (issue 17); a row may be in several
@@ -38,6 +39,9 @@ CLASSES: dict[str, pl.Expr] = {
     "non-persistent": ~pl.col("persistent"),
 }
 COLUMNS = {W.NAME: "base_us", FITTED_MODEL: "fitted_us", FITTED_CORRECTED_MODEL: "corrected_us"}
+# what a fold's teacher rows (``accuracy.teacher_rows``) share none of with its test rows:
+# leaving a testlist out leaves its list and its shapes out in the other dtype too
+TEACHER_KEYS = {"testlist": HELD_KEYS, "nk": (("n", "k"),)}
 NVMMH = "nvMatmulHeuristics"  # its runtime estimate on the same rows (the ``nvmmh`` extra)
 
 
@@ -49,8 +53,13 @@ def development(measurements: dict[str, pl.DataFrame], families=("ws-hopper",),
     dev = dev.filter(pl.col("family").is_in(list(families)))
     if dev.height == 0:
         raise UserError(f"no valid measurements of {', '.join(families)}")
-    return dev.with_columns(pl.concat_str([pl.col(c).cast(pl.Utf8) for c in ("n", "k", "dtype")],
-                                          separator="x").alias("nk"))
+    return with_nk(dev)
+
+
+def with_nk(rows: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` with ``nk``: the weight matrix (n, k, dtype) the "nk" split groups by."""
+    return rows.with_columns(pl.concat_str([pl.col(c).cast(pl.Utf8) for c in ("n", "k", "dtype")],
+                                           separator="x").alias("nk"))
 
 
 def folds(dev: pl.DataFrame, grouping: str, n_splits: int = 5) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -87,14 +96,18 @@ def _predictions(test: pl.DataFrame, pset: ParamSet, fitted: pl.DataFrame) -> pl
 
 def evaluate(dev: pl.DataFrame, pset: ParamSet, grouping: str = "testlist", residual: bool = True,
              jobs: int = 1, model_options: dict | None = None,
-             correction_rows: pl.DataFrame | None = None) -> pl.DataFrame:
+             correction_rows: pl.DataFrame | None = None, teacher: pl.DataFrame | None = None) -> pl.DataFrame:
     """Every development row predicted out of sample under ``grouping``: the rows with
     ``fold``, ``base_us`` (microbenchmark parameters), ``fitted_us`` and, with
     ``residual``, ``corrected_us``. ``correction_rows`` (timed configurations with m, n,
     k): more rows each fold's correction learns from (``accuracy.fit_all``), those of a
-    shape the fold tests dropped."""
+    shape the fold tests dropped. ``teacher``: rows of another dtype (``development``'s
+    columns) each fold's correction also learns from, less those sharing the fold's
+    TEACHER_KEYS; never scored."""
     splits = folds(dev, grouping)
-    tasks = [(dev[tr], dev[te], pset, model_options, residual, correction_rows) for _, tr, te in splits]
+    teach = lambda test: teacher_rows(teacher, test, TEACHER_KEYS[grouping]) if residual else None  # noqa: E731
+    tasks = [(with_teacher(dev[tr], teach(dev[te])), dev[te], pset, model_options, residual, correction_rows)
+             for _, tr, te in splits]
     with single_thread_blas():
         results = _run_tasks(tasks, jobs)
     out = [_predictions(dev[te], pset, res[0]).with_columns(pl.lit(name).alias("fold"))
@@ -103,9 +116,12 @@ def evaluate(dev: pl.DataFrame, pset: ParamSet, grouping: str = "testlist", resi
 
 
 def score_heldout(dev: pl.DataFrame, held: pl.DataFrame, pset: ParamSet, residual: bool = True,
-                  model_options: dict | None = None) -> pl.DataFrame:
-    """``held`` predicted by one fit on every row of ``dev`` (rows of held-out shapes dropped)."""
+                  model_options: dict | None = None, teacher: pl.DataFrame | None = None) -> pl.DataFrame:
+    """``held`` predicted by one fit on every row of ``dev`` (rows of held-out shapes
+    dropped); ``teacher``: as ``evaluate``'s, less the held-out list's and its shapes."""
     train = dev.filter(~pl.col("shape").is_in(held.get_column("shape").unique().implode()))
+    if residual:
+        train = with_teacher(train, teacher_rows(teacher, held, HELD_KEYS))
     with single_thread_blas():
         (pred, *_), = _run_tasks([(train, held, pset, model_options, residual)], 1)
     return _predictions(held, pset, pred).with_columns(pl.lit("held-out").alias("fold"))
@@ -121,13 +137,15 @@ def with_nvmmh(preds: pl.DataFrame, gpu) -> tuple[pl.DataFrame, str | None]:
 
 
 def headline(dev: pl.DataFrame, pset: ParamSet, splits=GROUPINGS, residual: bool = True, jobs: int = 1,
-             progress=print, correction_rows: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame, str | None]:
+             progress=print, correction_rows: pl.DataFrame | None = None,
+             teacher: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame, str | None]:
     """(summary with a ``split`` column, every out-of-sample prediction, why nvMatmulHeuristics
-    is absent or None) of each grouping in ``splits``; ``correction_rows``: as ``evaluate``."""
+    is absent or None) of each grouping in ``splits``; ``correction_rows``, ``teacher``: as
+    ``evaluate``."""
     sums, preds, why = [], [], None
     for grouping in splits:
         p, why = with_nvmmh(evaluate(dev, pset, grouping, residual=residual, jobs=jobs,
-                                     correction_rows=correction_rows), pset.gpu)
+                                     correction_rows=correction_rows, teacher=teacher), pset.gpu)
         sums.append(summary(p, columns=headline_columns(p)).with_columns(pl.lit(grouping).alias("split")))
         preds.append(p.with_columns(pl.lit(grouping).alias("split")))
         progress(f"accuracy: {grouping} split done")
