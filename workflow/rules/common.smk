@@ -175,7 +175,9 @@ def teacher_measurements(wildcards):
     r = run_plan(wildcards)
     if not r.teacher:
         return []
-    return [measurement_path(r.teacher, t) for t in PLAN.runs[r.teacher].testlists_measured]
+    return [
+        measurement_path(r.teacher, t) for t in PLAN.runs[r.teacher].testlists_measured
+    ]
 
 
 def report_answer_band(wildcards):
