@@ -325,6 +325,49 @@ def test_a_second_dtype_runs_only_its_own_chain_like_a_gpu_without_measurements(
     assert shipped_wf.pending() == {}
 
 
+def test_shipped_fp8_runs_its_chain_taught_by_the_gpus_bf16_rows(shipped_wf):
+    # fp8 rows of the test shapes shipped: the fp8 chain fits its constants on them and its
+    # correction also on the GPU's bf16 rows and answers (teacher rows), the bf16 chain is
+    # left alone, and a change to the fp8 rows reruns the fp8 chain alone
+    fp8_dir = shipped_wf.root / "results" / SLUG / "shipped" / "fp8" / "measurements"
+    fp8_dir.mkdir(parents=True)
+    for name, (testlist, shapes) in LISTS.items():
+        fields, rows, shapes = _rows(testlist, shapes)
+        if (SHIPPED / "fp8" / "measurements" / f"{testlist}.csv").is_file():
+            fields, rows, _ = _rows(testlist, shapes, SHIPPED / "fp8")
+        else:  # no fp8 paper-grid is shipped: its bf16 rows as fp8 ones (fp8's tile K is twice bf16's)
+            rows = [{**r, "dtype": "fp8", "tile_k": str(2 * int(r["tile_k"]))} for r in rows]
+        assert rows, testlist
+        with (fp8_dir / f"{name}.csv").open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fields)
+            w.writeheader()
+            w.writerows(rows)
+    bf16 = shipped_wf.root / "results" / SLUG
+    before = {p: p.stat().st_mtime_ns for p in bf16.rglob("*") if p.is_file() and "fp8" not in p.parts}
+    cfg = shipped_wf.config
+    cfg["dtypes"] = ["bf16", "fp8"]
+    shipped_wf.config = cfg
+    dry = shipped_wf.run("-n", "-p")
+    fits = [line for line in dry.stdout.splitlines() if line.startswith("Shell command: gemmperf fit")]
+    assert len(fits) == 1 and "--dtype fp8" in fits[0], fits
+    taught = fits[0].split("--teacher-measurements")[1].split("--")[0].split()
+    assert sorted(taught) == sorted(f"results/{SLUG}/shipped/measurements/{name}.csv" for name in LISTS), taught
+    shipped_wf.run()
+    record = json.loads((bf16 / "fp8" / "params.json").read_text())
+    assert {e["dtype"] for e in record["entries"]} == {"fp8"} and record["fit"]["teacher_rows"] > 0
+    assert (bf16 / "fp8" / "accuracy.json").is_file()
+    changed = [p for p, t in before.items() if p.stat().st_mtime_ns != t]
+    assert not changed, changed
+    assert shipped_wf.pending() == {}
+    # the fp8 rows change: the bf16 chain does not rerun
+    more = fp8_dir / "grid.csv"
+    more.write_text(more.read_text())
+    assert "fit" in shipped_wf.pending()
+    outputs = re.findall(r"^\s*output: (.*)$", shipped_wf.run("-n", "-p").stdout, re.M)
+    assert outputs and all(f"{SLUG}/fp8/" in path or path == "results/index.html"
+                           for line in outputs for path in line.split(", ")), outputs
+
+
 # ------------------------------------------------------------ a measured (fake) GPU
 
 
