@@ -131,13 +131,12 @@ def main(argv=None) -> int:
     from gemmperf import tables
     from gemmperf.fit import protocol as P
     from gemmperf.fit.accuracy import available_cores
-    from gemmperf.fit.microbench import fit_paramset
+    from gemmperf.fit.microbench import fit_paramset, with_dtypes
     from gemmperf.hardware import load_gpu
-    from gemmperf.params import ParamSet
 
     gpu = load_gpu(ROOT / "results" / args.gpu / "shipped" / "hardware.json")
-    pset = fit_paramset(gpu, str(ROOT / "results" / args.gpu / "shipped" / "microbench.csv"), ["ws-hopper"],
-                        args.dtype)
+    microbench = str(ROOT / "results" / args.gpu / "shipped" / "microbench.csv")
+    pset = fit_paramset(gpu, microbench, ["ws-hopper"], args.dtype)
     files = measurement_files(args.gpu, args.dtype)
     sealed = files.pop(SEALED, None)
     meas = {name: tables.read_measurements(path) for name, path in files.items()}
@@ -152,9 +151,7 @@ def main(argv=None) -> int:
         teacher_meas = {name: tables.read_measurements(path)
                         for name, path in measurement_files(args.gpu, TEACHER_DTYPE).items() if name != SEALED}
         teacher = P.development(teacher_meas)
-        more = fit_paramset(gpu, str(ROOT / "results" / args.gpu / "shipped" / "microbench.csv"), ["ws-hopper"],
-                            TEACHER_DTYPE)
-        pset = ParamSet(gpu, {**more.entries, **pset.entries})
+        pset = with_dtypes(pset, microbench, ["ws-hopper"], [TEACHER_DTYPE])
         print(f"each fold's correction also learns from {teacher.height} {TEACHER_DTYPE} rows (teacher rows)")
     answers = (answer_rows(args.gpu) if (args.dtype == TEACHER_DTYPE or teacher is not None)
                and not args.without_answers else None)

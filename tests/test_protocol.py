@@ -235,7 +235,7 @@ def test_the_shipped_fit_learns_from_teacher_rows_and_ships_its_own_dtype():
     assert {dtype for _, dtype in fitted.entries} == {"fp8"}
     assert fitted.to_dict() == alone.to_dict()
     # c's list and shapes stay out of it in bf16 too
-    kept = A.teacher_rows(teacher, A.split_rows(meas, "c")[1], A.HELD_KEYS)
+    kept = A.outside(teacher, A.split_rows(meas, "c")[1], A.HELD_KEYS)
     assert 0 < kept.height < teacher.height and "c" not in set(kept.get_column("testlist"))
     assert corr.meta["n_train"] == corr0.meta["n_train"] + kept.height
     record = A.fit_record(meas, "c", teacher=teacher)

@@ -30,7 +30,7 @@ from ..errors import UserError
 from ..fit.accuracy import (Shipped, available_cores, evaluate_ablations, evaluate_accuracy, fit_record, fit_shipped,
                             split_rows, table)
 from ..fit import protocol
-from ..fit.microbench import default_paramset, fit_paramset
+from ..fit.microbench import default_paramset, fit_paramset, with_dtypes
 from ..fit.residual import Correction
 from ..kernels import get_family
 from ..models import MODELS
@@ -47,14 +47,14 @@ def read_measurements(paths) -> dict[str, pl.DataFrame]:
     return {Path(p).stem: tables.read_measurements(p) for p in paths or []}
 
 
-def read_answers(a, teacher_dtypes=()) -> pl.DataFrame | None:
+def read_answers(a, teacher: pl.DataFrame | None = None) -> pl.DataFrame | None:
     """``--answers``: the verified runs of the timed answers files (``tables.answer_rows``),
-    each file's configurations of this run's dtype (or a teacher's, ``read_teacher``) and
-    families; None without the flag."""
+    each file's configurations of this run's dtype (or of the ``teacher`` rows',
+    ``read_teacher``) and families; None without the flag."""
     if not a.answers:
         return None
     families = parse_families(a.families)
-    dtypes = [a.dtype, *teacher_dtypes]
+    dtypes = [a.dtype, *([] if teacher is None else teacher.get_column("dtype").unique().to_list())]
     frames = []
     for path in a.answers:
         rows = tables.answer_rows([path])
@@ -84,12 +84,7 @@ def read_teacher(a, pset: ParamSet) -> tuple[pl.DataFrame | None, ParamSet]:
         raise UserError(f"--teacher-measurements {' '.join(a.teacher_measurements)}: "
                         + (f"rows of this run's own dtype {a.dtype}; a teacher's are of another" if dtypes
                            else f"no valid rows of {', '.join(families)}"))
-    entries = dict(pset.entries)
-    for dtype in dtypes:
-        more = (fit_paramset(pset.gpu, a.microbench, families, dtype) if a.microbench
-                else default_paramset(pset.gpu, families, dtype))
-        entries.update({key: p for key, p in more.entries.items() if key not in entries})
-    return teacher, ParamSet(pset.gpu, entries, dict(pset.overrides))
+    return teacher, with_dtypes(pset, a.microbench, families, dtypes)
 
 
 def check_flags(a) -> None:
@@ -168,7 +163,7 @@ def cmd_fit(a) -> int:
     pset = base_params(a)
     meas = read_measurements(a.measurements)
     teacher, taught = read_teacher(a, pset)
-    answers = read_answers(a, () if teacher is None else teacher.get_column("dtype").unique().to_list())
+    answers = read_answers(a, teacher)
     if a.correction_out and not meas:
         raise UserError("fit --correction-out: the correction needs --measurements")
     if teacher is not None and not a.correction_out:
@@ -224,7 +219,7 @@ def cmd_accuracy(a) -> int:
     shipped = read_shipped(a, pset)
     meas = read_measurements(a.measurements)
     teacher, taught = read_teacher(a, pset)
-    answers = read_answers(a, () if teacher is None else teacher.get_column("dtype").unique().to_list())
+    answers = read_answers(a, teacher)
     jobs = a.jobs if a.jobs > 0 else available_cores()
     if a.splits:
         return _headline(a, taught, meas, jobs, answers, teacher)

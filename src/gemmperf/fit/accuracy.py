@@ -35,7 +35,7 @@ run's bf16 rows) that the residual correction also learns from, never scored. Ea
 predicted with its own dtype's constants, fitted on those rows in the same fit (the
 constants are fitted per (family, dtype), so the run's own are as without them), and a
 fold's teacher rows share no shape, weight matrix or testlist with its test rows where the
-split groups by them (``teacher_rows``): the correction learns how the model errs on the
+split groups by them (``outside``): the correction learns how the model errs on the
 GPU from three times the rows, not the tested shapes in another dtype.
 
 accuracy.json: {model: {family: metrics}, "heldout": {model: {family: metrics}},
@@ -51,7 +51,7 @@ available core) they run on spawned worker processes (figures equal to 1e-9).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -200,33 +200,27 @@ def fit_correction(train: pl.DataFrame, fitted: ParamSet, sms: int, correction_r
     return Correction.fit(pred, sms, meta=meta, progress=progress)
 
 
-def outside(rows: pl.DataFrame | None, tested: pl.DataFrame) -> pl.DataFrame | None:
-    """``rows`` (timed configurations with m, n, k) less those of a shape ``tested`` holds:
-    what a fold's correction may learn from beside its training rows."""
+SHAPE_KEYS = (("m", "n", "k"),)  # a row a fold learns from shares no problem size with the rows tested
+HELD_KEYS = (("testlist",), ("m", "n", "k"))  # nor, for teacher rows beside a left-out list, its name
+
+
+def outside(rows: pl.DataFrame | None, tested: pl.DataFrame, by=SHAPE_KEYS) -> pl.DataFrame | None:
+    """``rows`` (timed configurations with m, n, k) less those sharing a value of any key
+    group in ``by`` with ``tested`` (``SHAPE_KEYS``: a shape it holds; protocol's splits
+    add the testlist or the weight matrix for teacher rows): what a fold's correction may
+    learn from beside its training rows."""
     if rows is None:
-        return None
-    mnk = [pl.col(c).cast(pl.Int64) for c in ("m", "n", "k")]
-    return rows.with_columns(mnk).join(tested.select(mnk).unique(), on=["m", "n", "k"], how="anti")
-
-
-SHAPE_KEYS = (("m", "n", "k"),)  # a teacher row shares no problem size with the rows tested
-HELD_KEYS = (("testlist",), ("m", "n", "k"))  # nor, beside the held-out list, its name
-
-
-def teacher_rows(teacher: pl.DataFrame | None, tested: pl.DataFrame, by=SHAPE_KEYS) -> pl.DataFrame | None:
-    """``teacher``'s rows that share no value of any key group in ``by`` with ``tested``
-    (``SHAPE_KEYS``: no (m, n, k); protocol's splits add the testlist or the weight
-    matrix): what a fold's correction may learn from in the other dtype."""
-    if teacher is None:
         return None
     for keys in by:
         cols = [pl.col(c).cast(pl.Int64) if c in ("m", "n", "k") else pl.col(c) for c in keys]
-        teacher = teacher.with_columns(cols).join(tested.select(cols).unique(), on=list(keys), how="anti")
-    return teacher
+        rows = rows.with_columns(cols).join(tested.select(cols).unique(), on=list(keys), how="anti")
+    return rows
 
 
-def with_teacher(train: pl.DataFrame, teacher: pl.DataFrame | None) -> pl.DataFrame:
-    """``train`` and then the teacher rows (``teacher_rows``' result; None: ``train``)."""
+def with_teacher(train: pl.DataFrame, teacher: pl.DataFrame | None, tested: pl.DataFrame,
+                 by=SHAPE_KEYS) -> pl.DataFrame:
+    """``train`` and then the teacher rows ``outside`` ``tested`` by ``by`` (None: ``train``)."""
+    teacher = outside(teacher, tested, by)
     if teacher is None or teacher.height == 0:
         return train
     return pl.concat([train, teacher], how="diagonal_relaxed")
@@ -235,8 +229,6 @@ def with_teacher(train: pl.DataFrame, teacher: pl.DataFrame | None) -> pl.DataFr
 def own_entries(pset: ParamSet, dtypes) -> ParamSet:
     """``pset`` with the entries of ``dtypes`` only: a fit with teacher rows fitted their
     dtype's constants too, which its run does not ship (the teacher's own run does)."""
-    from dataclasses import replace
-
     return replace(pset, entries={key: p for key, p in pset.entries.items() if key[1] in set(dtypes)})
 
 
@@ -405,10 +397,10 @@ def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress,
             train, test = dev[train_idx], dev[test_idx]
             assert not set(train.get_column("shape")) & set(test.get_column("shape"))
             if with_resid:
-                train = with_teacher(train, teacher_rows(teacher, test))
+                train = with_teacher(train, teacher, test)
             tasks.append((train, test, pset, opts, with_resid, answers))
         if held.height and not reuse(name, opts):
-            train = with_teacher(dev, teacher_rows(teacher, held, HELD_KEYS)) if with_resid else dev
+            train = with_teacher(dev, teacher, held, HELD_KEYS) if with_resid else dev
             tasks.append((train, held, pset, opts, with_resid, answers))
     results = iter(_run_tasks(tasks, jobs))
     for name, opts, with_resid in variants:
@@ -448,7 +440,7 @@ def fit_shipped(measurements: dict[str, pl.DataFrame], pset: ParamSet, heldout: 
     held-out list and its shapes). The parameters returned are the development rows'
     dtypes' only."""
     dev, held = split_rows(measurements, heldout)
-    train = with_teacher(dev, teacher_rows(teacher, held, HELD_KEYS)) if residual else dev
+    train = with_teacher(dev, teacher, held, HELD_KEYS) if residual else dev
     with single_thread_blas():
         fitted, corr, report = fit_all(train, pset, residual=residual, progress=progress,
                                        correction_rows=outside(answers, held))
@@ -462,11 +454,12 @@ def fit_record(measurements: dict[str, pl.DataFrame], heldout: str | None, dev: 
     correction also learned from (``teacher``: every teacher row given; those of the
     held-out list and its shapes are not counted, as ``fit_shipped`` drops them);
     ``Shipped.check`` compares it."""
-    dev_rows, held = split_rows(measurements, heldout)
-    dev = dev_rows if dev is None else dev
+    if dev is None or teacher is not None:
+        dev_rows, held = split_rows(measurements, heldout)
+        dev = dev_rows if dev is None else dev
     return {"testlists": sorted(measurements), "heldout": heldout if heldout in measurements else None,
             "dev_rows": dev.height, "answer_rows": 0 if answers is None else answers.height,
-            "teacher_rows": 0 if teacher is None else teacher_rows(teacher, held, HELD_KEYS).height}
+            "teacher_rows": 0 if teacher is None else outside(teacher, held, HELD_KEYS).height}
 
 
 @dataclass(frozen=True)

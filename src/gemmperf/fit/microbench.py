@@ -122,3 +122,15 @@ def fit_paramset(gpu: GPU, microbench_csv: str, families: list[str], dtype: str,
         else:
             log(f"no microbenchmarks for {family}/{fd}: keeping descriptor defaults")
     return pset
+
+
+def with_dtypes(pset: ParamSet, microbench_csv: str | None, families: list[str], dtypes) -> ParamSet:
+    """``pset`` with the parameters of ``families`` in ``dtypes`` added where it has none:
+    fitted from ``microbench_csv``, descriptor defaults without one (a fit with teacher rows
+    of another dtype fits their constants from these)."""
+    entries = dict(pset.entries)
+    for dtype in dtypes:
+        more = (fit_paramset(pset.gpu, microbench_csv, families, dtype) if microbench_csv
+                else default_paramset(pset.gpu, families, dtype))
+        entries.update({key: p for key, p in more.entries.items() if key not in entries})
+    return ParamSet(pset.gpu, entries, dict(pset.overrides))

@@ -26,8 +26,7 @@ from ..models import nvmmh
 from ..models import ws_pipelined as W
 from ..params import ParamSet
 from ..tables import FITTED_CORRECTED_MODEL, FITTED_MODEL, OUT_OF_SAMPLE_COLUMNS
-from .accuracy import (HELD_KEYS, TIE_REL, _run_tasks, metrics, single_thread_blas, split_rows, teacher_rows,
-                       with_teacher)
+from .accuracy import HELD_KEYS, TIE_REL, _run_tasks, metrics, single_thread_blas, split_rows, with_teacher
 
 GROUPINGS = ("testlist", "nk")
 # shape classes where a model generalizes worst (issue 17); a row may be in several
@@ -39,7 +38,7 @@ CLASSES: dict[str, pl.Expr] = {
     "non-persistent": ~pl.col("persistent"),
 }
 COLUMNS = {W.NAME: "base_us", FITTED_MODEL: "fitted_us", FITTED_CORRECTED_MODEL: "corrected_us"}
-# what a fold's teacher rows (``accuracy.teacher_rows``) share none of with its test rows:
+# what a fold's teacher rows (``accuracy.with_teacher``) share none of with its test rows:
 # leaving a testlist out leaves its list and its shapes out in the other dtype too
 TEACHER_KEYS = {"testlist": HELD_KEYS, "nk": (("n", "k"),)}
 NVMMH = "nvMatmulHeuristics"  # its runtime estimate on the same rows (the ``nvmmh`` extra)
@@ -105,9 +104,9 @@ def evaluate(dev: pl.DataFrame, pset: ParamSet, grouping: str = "testlist", resi
     columns) each fold's correction also learns from, less those sharing the fold's
     TEACHER_KEYS; never scored."""
     splits = folds(dev, grouping)
-    teach = lambda test: teacher_rows(teacher, test, TEACHER_KEYS[grouping]) if residual else None  # noqa: E731
-    tasks = [(with_teacher(dev[tr], teach(dev[te])), dev[te], pset, model_options, residual, correction_rows)
-             for _, tr, te in splits]
+    teacher = teacher if residual else None  # no correction: nothing to teach
+    tasks = [(with_teacher(dev[tr], teacher, dev[te], TEACHER_KEYS[grouping]), dev[te], pset, model_options, residual,
+              correction_rows) for _, tr, te in splits]
     with single_thread_blas():
         results = _run_tasks(tasks, jobs)
     out = [_predictions(dev[te], pset, res[0]).with_columns(pl.lit(name).alias("fold"))
@@ -121,7 +120,7 @@ def score_heldout(dev: pl.DataFrame, held: pl.DataFrame, pset: ParamSet, residua
     dropped); ``teacher``: as ``evaluate``'s, less the held-out list's and its shapes."""
     train = dev.filter(~pl.col("shape").is_in(held.get_column("shape").unique().implode()))
     if residual:
-        train = with_teacher(train, teacher_rows(teacher, held, HELD_KEYS))
+        train = with_teacher(train, teacher, held, HELD_KEYS)
     with single_thread_blas():
         (pred, *_), = _run_tasks([(train, held, pset, model_options, residual)], 1)
     return _predictions(held, pset, pred).with_columns(pl.lit("held-out").alias("fold"))
