@@ -13,7 +13,10 @@ development list; the sealed lists are not read) predicted by:
   transfer's prediction to the source fit's on the source (``fit.transfer.anchored``);
 - the transfer corrected by the source's residual correction (``fit.transfer.score``'s
   ``correction``, the one the source's workflow fits: in bf16 it also learned from the
-  source's timed optimizer answers);
+  source's timed optimizer answers; in another dtype (fp8) from the source's bf16 rows and
+  answers besides, each predicted with bf16's constants fitted in the same fit, as the
+  workflow's teacher rows are since issue 17 step 44; ``--without-teacher``: fp8's rows
+  alone, as this script did until then);
 - for scale, the target's own fit, leave one testlist out (what measuring GEMMs on the
   target buys).
 
@@ -26,7 +29,7 @@ the target's rows of that list (six fits per direction; bf16 in all about 10 min
 results/<gpu>/incoming/ (its hardware.json and <dtype>-microbench.csv there).
 
     python benchmarks/transfer.py [--gpus h100-sxm5-80gb,h200-sxm-141gb] [--dtype bf16] [--jobs 2]
-        [--microbench H100.csv,H200.csv] [--loto]
+        [--microbench H100.csv,H200.csv] [--loto] [--without-teacher]
 
 ``--microbench`` names each GPU's microbenchmark file in the order of ``--gpus`` (fp8's
 are not shipped: benchmarks/results/microbench/ has both GPUs').
@@ -53,25 +56,35 @@ def gpu_files(slug: str, dtype: str) -> tuple[Path, Path]:
     return incoming / "hardware.json", incoming / f"{dtype}-microbench.csv"
 
 
-def gpu_side(slug: str, dtype: str, microbench: str | None = None, family: str = "ws-hopper") -> dict:
+def gpu_side(slug: str, dtype: str, microbench: str | None = None, family: str = "ws-hopper",
+             teacher: bool = False) -> dict:
     """One GPU's side of a transfer: its descriptor ``gpu``, its development rows ``dev``
     (every shipped list of ``dtype``; the sealed list is never read), its microbenchmark
-    parameters ``base`` and copy rates ``rates`` (``microbench``: another CSV than its own).
+    parameters ``base`` and copy rates ``rates`` (``microbench``: another CSV than its own),
+    and with ``teacher`` outside bf16 its bf16 development rows ``teacher`` (None in bf16
+    or without), ``base`` then holding bf16's microbenchmark parameters too.
     src/ and benchmarks/ on the import path, as main() puts them."""
-    from accuracy_protocol import SEALED, measurement_files
+    from accuracy_protocol import SEALED, TEACHER_DTYPE, measurement_files
     from gemmperf import tables
     from gemmperf.fit import protocol as P
-    from gemmperf.fit.microbench import fit_paramset
+    from gemmperf.fit.microbench import fit_paramset, with_dtypes
     from gemmperf.fit.transfer import microbench_figures
     from gemmperf.hardware import load_gpu
 
     hw, mb = gpu_files(slug, dtype)
     mb = Path(microbench) if microbench else mb
     gpu = load_gpu(hw)
-    files = measurement_files(slug, dtype)
-    files.pop(SEALED, None)  # never read here
-    dev = P.development({name: tables.read_measurements(path) for name, path in files.items()})
-    return {"gpu": gpu, "dev": dev, "base": fit_paramset(gpu, str(mb), [family], dtype),
+    def development(of_dtype):
+        files = measurement_files(slug, of_dtype)
+        files.pop(SEALED, None)  # never read here
+        return P.development({name: tables.read_measurements(path) for name, path in files.items()})
+
+    base = fit_paramset(gpu, str(mb), [family], dtype)
+    rows = None
+    if teacher and dtype != TEACHER_DTYPE:
+        rows = development(TEACHER_DTYPE)
+        base = with_dtypes(base, str(gpu_files(slug, TEACHER_DTYPE)[1]), [family], [TEACHER_DTYPE])
+    return {"gpu": gpu, "dev": development(dtype), "base": base, "teacher": rows,
             "rates": microbench_figures(tables.read_measurements(mb, required=tables.MICROBENCH_REQUIRED))}
 
 
@@ -87,6 +100,8 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--microbench", default="", help="each GPU's microbenchmark CSV, in the order of --gpus")
     p.add_argument("--loto", action="store_true", help="also each testlist left out of the source's fit")
+    p.add_argument("--without-teacher", action="store_true",
+                   help="outside bf16: the source's correction of this dtype's rows alone, not taught the bf16 rows")
     args = p.parse_args(argv)
     sys.path.insert(0, str(ROOT / "src"))
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -95,7 +110,7 @@ def main(argv=None) -> int:
     from accuracy_protocol import answer_rows, show
     from residual_sweep import run_tasks
     from gemmperf.fit import protocol as P
-    from gemmperf.fit.accuracy import fit_all
+    from gemmperf.fit.accuracy import fit_all, with_teacher
     from gemmperf.fit.transfer import baselines, corrected_name, score, transfer
     from gemmperf.tables import CONFIG_KEY as KEYS
 
@@ -106,11 +121,15 @@ def main(argv=None) -> int:
     if given and len(given) != len(slugs):
         p.error(f"--microbench: {len(given)} files for {len(slugs)} GPUs")
     for i, slug in enumerate(slugs):
-        side[slug] = gpu_side(slug, args.dtype, given[i] if given else None, family)
-        # the source's workflow correction also learns from its timed answers (bf16 only)
-        side[slug]["answers"] = answer_rows(slug) if args.dtype == "bf16" else None
-        side[slug]["fitted"], side[slug]["correction"], _ = fit_all(side[slug]["dev"], side[slug]["base"],
-                                                                    correction_rows=side[slug]["answers"])
+        side[slug] = s = gpu_side(slug, args.dtype, given[i] if given else None, family, not args.without_teacher)
+        # the source's workflow correction also learns from its timed answers (bf16's, so in
+        # another dtype with the bf16 rows as teacher rows)
+        s["answers"] = answer_rows(slug) if args.dtype == "bf16" or s["teacher"] is not None else None
+        s["fitted"], s["correction"], _ = fit_all(with_teacher(s["dev"], s["teacher"], s["dev"].clear()), s["base"],
+                                                  correction_rows=s["answers"])
+        taught = f", teacher rows {s['teacher'].height}" if s["teacher"] is not None else ""
+        print(f"{slug}: {s['dev'].height} {args.dtype} rows{taught}, answers "
+              f"{0 if s['answers'] is None else s['answers'].height}")
     slugs = list(side)
     for source, target in ((slugs[0], slugs[1]), (slugs[1], slugs[0])):
         s, t = side[source], side[target]
@@ -141,7 +160,7 @@ def main(argv=None) -> int:
         if args.loto:
             lists = sorted(rows.get_column("testlist").unique())
             tasks = [(s["dev"].filter(pl.col("testlist") != name), rows.filter(pl.col("testlist") == name), s["base"],
-                      t["base"], s["rates"], t["rates"], s["answers"]) for name in lists]
+                      t["base"], s["rates"], t["rates"], s["answers"], s["teacher"]) for name in lists]
             held = pl.concat(run_tasks(heldout_transfer, tasks, args.jobs), how="diagonal_relaxed")
             show(P.summary(held, columns={name: name for name in HELDOUT}),
                  f"{source} -> {target}, each testlist left out of {source}'s fit ({held.height} rows)")
@@ -154,14 +173,16 @@ HELDOUT = ("transfer", "transfer + source correction")
 def heldout_transfer(task):
     """The target's rows of one testlist predicted by the transfer, and the corrected
     transfer, of a source fit (constants and correction) that did not see that list (the
-    correction also taught the source's timed answers, less any of the list's shapes)."""
-    from gemmperf.fit.accuracy import fit_all, outside, single_thread_blas
+    correction also taught the source's timed answers, less any of the list's shapes, and
+    outside bf16 its bf16 rows less the list's and its shapes')."""
+    from gemmperf.fit.accuracy import HELD_KEYS, fit_all, outside, single_thread_blas, with_teacher
     from gemmperf.fit.transfer import transfer
     from gemmperf.models import ws_pipelined as W
 
-    train, test, source_base, target_base, source_rates, target_rates, answers = task
+    train, test, source_base, target_base, source_rates, target_rates, answers, teacher = task
     with single_thread_blas():
-        fitted, correction, _ = fit_all(train, source_base, correction_rows=outside(answers, test))
+        fitted, correction, _ = fit_all(with_teacher(train, teacher, test, HELD_KEYS), source_base,
+                                        correction_rows=outside(answers, test))
     moved = W.predict(test, transfer(fitted, source_base, target_base, source_rates, target_rates))
     corrected = correction.onto(target_base.gpu.sms)(moved)
     return test.with_columns(moved.get_column("predicted_us").alias(HELDOUT[0]),
