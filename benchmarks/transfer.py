@@ -74,6 +74,7 @@ def gpu_side(slug: str, dtype: str, microbench: str | None = None, family: str =
     hw, mb = gpu_files(slug, dtype)
     mb = Path(microbench) if microbench else mb
     gpu = load_gpu(hw)
+
     def development(of_dtype):
         files = measurement_files(slug, of_dtype)
         files.pop(SEALED, None)  # never read here
