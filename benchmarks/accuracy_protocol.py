@@ -60,6 +60,17 @@ def measurement_files(gpu: str, dtype: str) -> dict[str, Path]:
     return files
 
 
+def development_rows(gpu: str, dtype: str):
+    """Every development list of ``gpu`` (a slug) in ``dtype`` as one table
+    (``protocol.development``); the sealed list is never read here. src/ on the import path."""
+    from gemmperf import tables
+    from gemmperf.fit import protocol as P
+
+    files = measurement_files(gpu, dtype)
+    files.pop(SEALED, None)
+    return P.development({name: tables.read_measurements(path) for name, path in files.items()})
+
+
 def answer_rows(gpu: str):
     """The timed optimizer answers of ``gpu`` (a slug) as task rows with ``time_us``: every
     verified run of optimizer_picks.py's committed sets and their re-timed rounds (bf16),
@@ -137,10 +148,8 @@ def main(argv=None) -> int:
     gpu = load_gpu(ROOT / "results" / args.gpu / "shipped" / "hardware.json")
     microbench = str(ROOT / "results" / args.gpu / "shipped" / "microbench.csv")
     pset = fit_paramset(gpu, microbench, ["ws-hopper"], args.dtype)
-    files = measurement_files(args.gpu, args.dtype)
-    sealed = files.pop(SEALED, None)
-    meas = {name: tables.read_measurements(path) for name, path in files.items()}
-    dev = P.development(meas)
+    sealed = measurement_files(args.gpu, args.dtype).get(SEALED)
+    dev = development_rows(args.gpu, args.dtype)
     print(f"development: {dev.height} ws-hopper rows, {dev.get_column('shape').n_unique()} shapes, "
           f"{dev.get_column('nk').n_unique()} weight matrices, testlists "
           + ", ".join(f"{t} {n}" for t, n in dev.group_by("testlist").len().sort("testlist").iter_rows()))
@@ -148,9 +157,7 @@ def main(argv=None) -> int:
     # the timed answers are bf16: another dtype's correction learns from them with the bf16 rows
     teacher = None
     if args.dtype != TEACHER_DTYPE and not args.without_teacher:
-        teacher_meas = {name: tables.read_measurements(path)
-                        for name, path in measurement_files(args.gpu, TEACHER_DTYPE).items() if name != SEALED}
-        teacher = P.development(teacher_meas)
+        teacher = development_rows(args.gpu, TEACHER_DTYPE)
         pset = with_dtypes(pset, microbench, ["ws-hopper"], [TEACHER_DTYPE])
         print(f"each fold's correction also learns from {teacher.height} {TEACHER_DTYPE} rows (teacher rows)")
     answers = (answer_rows(args.gpu) if (args.dtype == TEACHER_DTYPE or teacher is not None)

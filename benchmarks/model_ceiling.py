@@ -117,17 +117,13 @@ def development(gpu: str = "h100-sxm5-80gb", dtype: str = "bf16"):
     measurements (ws-hopper; the sealed list never read)."""
     sys.path.insert(0, str(ROOT / "src"))
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    from accuracy_protocol import SEALED, measurement_files
-    from gemmperf import tables
-    from gemmperf.fit import protocol as P
+    from accuracy_protocol import development_rows
     from gemmperf.fit.microbench import fit_paramset
     from gemmperf.hardware import load_gpu
 
     shipped = ROOT / "results" / gpu / "shipped"
     pset = fit_paramset(load_gpu(shipped / "hardware.json"), str(shipped / "microbench.csv"), ["ws-hopper"], dtype)
-    files = measurement_files(gpu, dtype)
-    files.pop(SEALED, None)  # never read here
-    return P.development({name: tables.read_measurements(path) for name, path in files.items()}), pset
+    return development_rows(gpu, dtype), pset
 
 
 def fit_in_sample(gpu: str = "h100-sxm5-80gb", dtype: str = "bf16"):

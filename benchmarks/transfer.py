@@ -64,9 +64,8 @@ def gpu_side(slug: str, dtype: str, microbench: str | None = None, family: str =
     and with ``teacher`` outside bf16 its bf16 development rows ``teacher`` (None in bf16
     or without), ``base`` then holding bf16's microbenchmark parameters too.
     src/ and benchmarks/ on the import path, as main() puts them."""
-    from accuracy_protocol import SEALED, TEACHER_DTYPE, measurement_files
+    from accuracy_protocol import TEACHER_DTYPE, development_rows
     from gemmperf import tables
-    from gemmperf.fit import protocol as P
     from gemmperf.fit.microbench import fit_paramset, with_dtypes
     from gemmperf.fit.transfer import microbench_figures
     from gemmperf.hardware import load_gpu
@@ -74,18 +73,12 @@ def gpu_side(slug: str, dtype: str, microbench: str | None = None, family: str =
     hw, mb = gpu_files(slug, dtype)
     mb = Path(microbench) if microbench else mb
     gpu = load_gpu(hw)
-
-    def development(of_dtype):
-        files = measurement_files(slug, of_dtype)
-        files.pop(SEALED, None)  # never read here
-        return P.development({name: tables.read_measurements(path) for name, path in files.items()})
-
     base = fit_paramset(gpu, str(mb), [family], dtype)
     rows = None
     if teacher and dtype != TEACHER_DTYPE:
-        rows = development(TEACHER_DTYPE)
+        rows = development_rows(slug, TEACHER_DTYPE)
         base = with_dtypes(base, str(gpu_files(slug, TEACHER_DTYPE)[1]), [family], [TEACHER_DTYPE])
-    return {"gpu": gpu, "dev": development(dtype), "base": base, "teacher": rows,
+    return {"gpu": gpu, "dev": development_rows(slug, dtype), "base": base, "teacher": rows,
             "rates": microbench_figures(tables.read_measurements(mb, required=tables.MICROBENCH_REQUIRED))}
 
 
@@ -126,6 +119,7 @@ def main(argv=None) -> int:
         # the source's workflow correction also learns from its timed answers (bf16's, so in
         # another dtype with the bf16 rows as teacher rows)
         s["answers"] = answer_rows(slug) if args.dtype == "bf16" or s["teacher"] is not None else None
+        # every row of the source is training here: no tested rows to keep its teacher rows from
         s["fitted"], s["correction"], _ = fit_all(with_teacher(s["dev"], s["teacher"], s["dev"].clear()), s["base"],
                                                   correction_rows=s["answers"])
         taught = f", teacher rows {s['teacher'].height}" if s["teacher"] is not None else ""
