@@ -7,7 +7,11 @@ random, dsv3, paper-grid, squares, decode, llm -- llm is development data since 
 17), or a reference sweep's lists still under results/<gpu>/incoming/<dtype>/. The sealed
 list (results/<gpu>/sealed/<dtype>/sealed.csv) is read only with ``--sealed``, which fits
 on all the development data and scores the sealed list:
-run it once, at the end, and report what it prints.
+run it once, at the end, and report what it prints. A sealed list once scored is development
+data (SCORED records which): ``--sealed-as-development`` adds it to the development lists
+as one more list, left out in its turn, and prints the figures over the other lists' rows
+beside the headline, so that a fit taught it is compared on the same rows as one that was
+not. A sealed list still held out is refused.
 
 In bf16 each fold's residual correction also learns from the GPU's timed optimizer answers
 (benchmarks/optimizer_picks.py's committed sets and re-timed rounds, shapes no testlist
@@ -23,7 +27,8 @@ each predicted with bf16's own constants fitted in the same fold. ``--without-te
 the fp8 rows alone.
 
     python benchmarks/accuracy_protocol.py [--gpu h100-sxm5-80gb] [--dtype bf16] [--jobs 2]
-        [--grouping testlist,nk] [--out DIR] [--sealed] [--without-answers] [--without-teacher]
+        [--grouping testlist,nk] [--out DIR] [--sealed | --sealed-as-development] [--without-answers]
+        [--without-teacher]
 
 Prints one table per split (model x class: rows, shapes, MAPE, p95, Spearman, regret)
 and the targets; with --out writes the predictions (parquet) and the summaries (CSV).
@@ -38,6 +43,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SEALED = "sealed"
+# (GPU, dtype) -> the record of its sealed list's one scoring: that list is development data since
+SCORED = {("h100-sxm5-80gb", "bf16"): "sealed_h100_2026-11-25.md",
+          ("h100-sxm5-80gb", "fp8"): "sealed_h100_2026-11-25.md"}
 TEACHER_DTYPE = "bf16"  # another dtype's correction also learns from this one's rows and answers
 # issue 17's targets, leave-one-testlist-out, ws-hopper
 TARGETS = {"ws-pipelined+fit": {"mape_pct": 7.0},
@@ -60,14 +68,18 @@ def measurement_files(gpu: str, dtype: str) -> dict[str, Path]:
     return files
 
 
-def development_rows(gpu: str, dtype: str):
+def development_rows(gpu: str, dtype: str, sealed: bool = False):
     """Every development list of ``gpu`` (a slug) in ``dtype`` as one table
-    (``protocol.development``); the sealed list is never read here. src/ on the import path."""
+    (``protocol.development``); the sealed list is read only with ``sealed``, where it was
+    scored once already (SCORED), as a list of its own. src/ on the import path."""
     from gemmperf import tables
     from gemmperf.fit import protocol as P
 
     files = measurement_files(gpu, dtype)
-    files.pop(SEALED, None)
+    if sealed and (gpu, dtype) not in SCORED:
+        raise ValueError(f"{gpu} {dtype}: its sealed list was never scored, so it is not development data")
+    if not sealed:
+        files.pop(SEALED, None)
     return P.development({name: tables.read_measurements(path) for name, path in files.items()})
 
 
@@ -131,11 +143,19 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=0, help="worker processes (0: every core)")
     p.add_argument("--out", default="", help="folder for predictions.parquet and summaries")
     p.add_argument("--sealed", action="store_true", help="score the sealed list (once, at the end)")
+    p.add_argument("--sealed-as-development", action="store_true",
+                   help="a sealed list scored already (SCORED) as one more development list")
     p.add_argument("--without-answers", action="store_true",
                    help="the correction of the testlists' rows alone, not taught the timed optimizer answers")
     p.add_argument("--without-teacher", action="store_true",
                    help="outside bf16: the correction of this dtype's rows alone, not taught the bf16 rows")
     args = p.parse_args(argv)
+    if args.sealed and args.sealed_as_development:
+        p.error("--sealed and --sealed-as-development exclude each other")
+    if args.sealed_as_development and (args.gpu, args.dtype) not in SCORED:
+        print(f"accuracy_protocol.py: --sealed-as-development: the sealed list of {args.gpu} {args.dtype} was never "
+              "scored; it stays held out", file=sys.stderr)
+        return 2
     sys.path.insert(0, str(ROOT / "src"))
     import polars as pl
 
@@ -149,7 +169,7 @@ def main(argv=None) -> int:
     microbench = str(ROOT / "results" / args.gpu / "shipped" / "microbench.csv")
     pset = fit_paramset(gpu, microbench, ["ws-hopper"], args.dtype)
     sealed = measurement_files(args.gpu, args.dtype).get(SEALED)
-    dev = development_rows(args.gpu, args.dtype)
+    dev = development_rows(args.gpu, args.dtype, sealed=args.sealed_as_development)
     print(f"development: {dev.height} ws-hopper rows, {dev.get_column('shape').n_unique()} shapes, "
           f"{dev.get_column('nk').n_unique()} weight matrices, testlists "
           + ", ".join(f"{t} {n}" for t, n in dev.group_by("testlist").len().sort("testlist").iter_rows()))
@@ -188,6 +208,9 @@ def main(argv=None) -> int:
             show(P.summary(preds, by="testlist", columns=columns).filter(pl.col("class") == "all"), "per left-out testlist",
                  key="testlist")
         verdict(summary)
+        if args.sealed_as_development:
+            others = P.summary(preds.filter(pl.col("testlist") != SEALED), columns=columns)
+            show(others.filter(pl.col("class") == "all"), f"{grouping}: the rows of the lists other than {SEALED}")
         if out:
             preds.write_parquet(out / f"{grouping}.parquet")
             summary.write_csv(out / f"{grouping}.csv")

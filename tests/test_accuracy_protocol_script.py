@@ -34,3 +34,24 @@ def test_the_answers_are_read_as_the_workflow_reads_them():
     assert "kinds" not in rows.columns and (rows.get_column("time_us") > 0).all()
     shipped = sorted((ROOT / "results" / "h100-sxm5-80gb" / "shipped" / "answers").glob("*.csv"))
     assert rows.height == answer_rows(shipped).height
+
+
+def test_a_sealed_list_joins_the_development_lists_only_once_scored(capsys):
+    """The H100's sealed list, scored once (SCORED), may join the development lists as one
+    more list; the H200's, never scored, is refused with one line and exit status 2, and
+    the plain development rows never hold a sealed row."""
+    script = load_script(SCRIPT, "accuracy_protocol")
+    plain = script.development_rows("h100-sxm5-80gb", "bf16")
+    taught = script.development_rows("h100-sxm5-80gb", "bf16", sealed=True)
+    lists = set(taught.get_column("testlist").unique())
+    assert script.SEALED not in set(plain.get_column("testlist").unique()) and script.SEALED in lists
+    assert taught.height - plain.height == taught.filter(taught["testlist"] == script.SEALED).height > 1000
+    assert script.main(["--gpu", "h200-sxm-141gb", "--sealed-as-development"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "h200-sxm-141gb bf16" in err[0] and "never scored" in err[0]
+    try:
+        script.development_rows("h200-sxm-141gb", "bf16", sealed=True)
+    except ValueError as e:
+        assert "never scored" in str(e)
+    else:
+        raise AssertionError("the H200's sealed list was read as development data")
