@@ -43,7 +43,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SEALED = "sealed"
-# (GPU, dtype) -> the record of its sealed list's one scoring: that list is development data since
+# (GPU, dtype) -> the record of its sealed list's one scoring (under benchmarks/results/): that
+# list is development data since
 SCORED = {("h100-sxm5-80gb", "bf16"): "sealed_h100_2026-11-25.md",
           ("h100-sxm5-80gb", "fp8"): "sealed_h100_2026-11-25.md"}
 TEACHER_DTYPE = "bf16"  # another dtype's correction also learns from this one's rows and answers
@@ -177,7 +178,7 @@ def main(argv=None) -> int:
     # the timed answers are bf16: another dtype's correction learns from them with the bf16 rows
     teacher = None
     if args.dtype != TEACHER_DTYPE and not args.without_teacher:
-        teacher = development_rows(args.gpu, TEACHER_DTYPE)
+        teacher = development_rows(args.gpu, TEACHER_DTYPE, sealed=args.sealed_as_development)
         pset = with_dtypes(pset, microbench, ["ws-hopper"], [TEACHER_DTYPE])
         print(f"each fold's correction also learns from {teacher.height} {TEACHER_DTYPE} rows (teacher rows)")
     answers = (answer_rows(args.gpu) if (args.dtype == TEACHER_DTYPE or teacher is not None)

@@ -41,6 +41,7 @@ def test_a_sealed_list_joins_the_development_lists_only_once_scored(capsys):
     more list; the H200's, never scored, is refused with one line and exit status 2, and
     the plain development rows never hold a sealed row."""
     script = load_script(SCRIPT, "accuracy_protocol")
+    assert all((ROOT / "benchmarks" / "results" / record).is_file() for record in script.SCORED.values())
     plain = script.development_rows("h100-sxm5-80gb", "bf16")
     taught = script.development_rows("h100-sxm5-80gb", "bf16", sealed=True)
     lists = set(taught.get_column("testlist").unique())
