@@ -46,7 +46,9 @@ SEALED = "sealed"
 # (GPU, dtype) -> the record of its sealed list's one scoring (under benchmarks/results/): that
 # list is development data since
 SCORED = {("h100-sxm5-80gb", "bf16"): "sealed_h100_2026-11-25.md",
-          ("h100-sxm5-80gb", "fp8"): "sealed_h100_2026-11-25.md"}
+          ("h100-sxm5-80gb", "fp8"): "sealed_h100_2026-11-25.md",
+          ("h200-sxm-141gb", "bf16"): "sealed_h200_2026-12-05.md",
+          ("h200-sxm-141gb", "fp8"): "sealed_h200_2026-12-05.md"}
 TEACHER_DTYPE = "bf16"  # another dtype's correction also learns from this one's rows and answers
 # issue 17's targets, leave-one-testlist-out, ws-hopper
 TARGETS = {"ws-pipelined+fit": {"mape_pct": 7.0},
