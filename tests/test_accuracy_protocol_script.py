@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import numpy
+import pytest
 import sklearn
 
 from scripts import load_script
@@ -51,9 +52,5 @@ def test_a_sealed_list_joins_the_development_lists_only_once_scored(capsys, monk
     assert script.main(["--gpu", "h200-sxm-141gb", "--sealed-as-development"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "h200-sxm-141gb bf16" in err[0] and "never scored" in err[0]
-    try:
+    with pytest.raises(ValueError, match="never scored"):
         script.development_rows("h200-sxm-141gb", "bf16", sealed=True)
-    except ValueError as e:
-        assert "never scored" in str(e)
-    else:
-        raise AssertionError("a sealed list never scored was read as development data")
