@@ -6,7 +6,13 @@ testlists/random.csv: the broad development list. 240 shapes, M log-uniform in
 testlists/sealed.csv: the held-out list, generated before any model work of issue 17
     and scored once, at the end. 64 shapes from the same generator (another seed) and 32
     projections of models no other testlist holds (Gemma-2 9B/27B, Llama-3.1 405B,
-    Phi-4, gpt-oss-120b, a 32001-token vocabulary), M log-uniform in 1..8192.
+    Phi-4, gpt-oss-120b, a 32001-token vocabulary), M log-uniform in 1..8192. Scored once
+    on each GPU (H100 2026-11-25, H200 2026-12-05) and development data since.
+testlists/holdout.csv: the second held-out list, generated 2026-12-05 when both GPUs had
+    scored the first: 40 shapes from the same generator (a third seed) and 24 projections
+    of models no other testlist holds (Mistral-Large-2, Yi-34B, Qwen2.5-32B, Qwen3-30B-A3B,
+    Falcon-40B, Command-R, GPT-2, ViT-H/14), M log-uniform in 1..8192. No shape of another
+    testlist. Measured, never read by a fit or a decision; scored once, at the end.
 
     PYTHONPATH=src python3 benchmarks/make_testlists.py [--out testlists] [--check]
 
@@ -23,6 +29,7 @@ from gemmperf.shapegen import model_shapes, random_shapes
 
 RANDOM_SEED, RANDOM_COUNT = 17017, 240
 SEALED_SEED, SEALED_RANDOM, SEALED_MODELS = 92863, 64, 32
+HOLDOUT_SEED, HOLDOUT_RANDOM, HOLDOUT_MODELS = 51217, 40, 24
 
 # (name, N, K) of Y = X W^T per projection; fused gate+up where the model fuses them
 UNSEEN_PROJECTIONS = [
@@ -36,6 +43,20 @@ UNSEEN_PROJECTIONS = [
     ("gpt-oss-120b qkv", 5120, 2880), ("gpt-oss-120b o", 2880, 4096), ("gpt-oss-120b expert gate_up", 5760, 2880),
     ("gpt-oss-120b expert down", 2880, 2880), ("gpt-oss-120b router", 128, 2880),
     ("llama2-7b lm_head, 32001 tokens", 32001, 4096),
+]
+# the same for the second held-out list: models neither the testlists nor UNSEEN_PROJECTIONS hold
+HOLDOUT_PROJECTIONS = [
+    ("mistral-large-2 qkv", 14336, 12288), ("mistral-large-2 o", 12288, 12288),
+    ("mistral-large-2 gate_up", 57344, 12288), ("mistral-large-2 down", 12288, 28672),
+    ("yi-34b qkv", 9216, 7168), ("yi-34b gate_up", 40960, 7168), ("yi-34b down", 7168, 20480),
+    ("qwen2.5-32b qkv", 7168, 5120), ("qwen2.5-32b gate_up", 55296, 5120), ("qwen2.5-32b down", 5120, 27648),
+    ("qwen3-30b-a3b qkv", 5120, 2048), ("qwen3-30b-a3b o", 2048, 4096),
+    ("qwen3-30b-a3b expert gate_up", 1536, 2048), ("qwen3-30b-a3b expert down", 2048, 768),
+    ("falcon-40b qkv", 9216, 8192), ("falcon-40b up", 32768, 8192), ("falcon-40b down", 8192, 32768),
+    ("command-r qkv", 24576, 8192), ("command-r gate_up", 45056, 8192), ("command-r down", 8192, 22528),
+    ("gpt2 qkv", 2304, 768), ("gpt2 fc", 3072, 768), ("gpt2 proj", 768, 3072),
+    ("gpt2 lm_head, 50257 tokens", 50257, 768),
+    ("vit-h14 qkv", 3840, 1280), ("vit-h14 fc1", 5120, 1280), ("vit-h14 fc2", 1280, 5120),
 ]
 
 
@@ -61,13 +82,26 @@ def sealed_text() -> str:
     return "\n".join(lines) + "\n"
 
 
+def holdout_text() -> str:
+    lines = ["m,n,k",
+             "# Second sealed held-out list (issue 17), generated 2026-12-05 after both GPUs had scored the",
+             "# first (sealed.csv, development data since): never fitted, never looked at while deciding;",
+             f"# scored once, at the end. {HOLDOUT_RANDOM} shapes of gemmperf.shapegen.random_shapes, seed",
+             f"# {HOLDOUT_SEED}, then {HOLDOUT_MODELS} of model_shapes, seed {HOLDOUT_SEED + 1}, over models no other testlist holds.",
+             "# Written by benchmarks/make_testlists.py."]
+    lines += [f"{s.m},{s.n},{s.k}" for s in random_shapes(HOLDOUT_SEED, HOLDOUT_RANDOM)]
+    for name, s in model_shapes(HOLDOUT_SEED + 1, HOLDOUT_MODELS, HOLDOUT_PROJECTIONS):
+        lines += [f"# {name}", f"{s.m},{s.n},{s.k}"]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "testlists"))
     p.add_argument("--check", action="store_true", help="compare with the files instead of writing them")
     args = p.parse_args(argv)
     differ = 0
-    for name, text in (("random.csv", random_text()), ("sealed.csv", sealed_text())):
+    for name, text in (("random.csv", random_text()), ("sealed.csv", sealed_text()), ("holdout.csv", holdout_text())):
         path = Path(args.out) / name
         if args.check:
             if not path.is_file() or path.read_text() != text:

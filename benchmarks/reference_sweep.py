@@ -1,6 +1,6 @@
-"""The reference sweep of issue 17, in resumable pieces: every testlist and the random
-and sealed lists, each shape over a stratified sample of the legal space (collect's
-``sample`` preset), bf16 then fp8, on the local GPU.
+"""The reference sweep of issue 17, in resumable pieces: every testlist, the random list
+and the two held-out lists (sealed, holdout), each shape over a stratified sample of the
+legal space (collect's ``sample`` preset), bf16 then fp8, on the local GPU.
 
 Each (testlist, dtype) is one ``gemmperf collect`` with its own journal under
 ``results/<gpu>/incoming/<dtype>/``; the plan is worked through in order until the
@@ -8,7 +8,7 @@ deadline, so a run stopped anywhere resumes where it stopped when run again over
 same journals (copy them back between machines). A collect cut by the deadline gets
 SIGINT and keeps every row it measured. Prints a table of what is done at the end.
 
-    PYTHONPATH=src python3 benchmarks/reference_sweep.py --deadline 540 [--only sealed,random]
+    PYTHONPATH=src python3 benchmarks/reference_sweep.py --deadline 540 [--only holdout]
 
 Standard library only (runs where the GPU is).
 """
@@ -28,9 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 HOPPER = "ws-hopper"
 EVERY = "ws-hopper,ws-ampere,simt"
 # (testlist, dtype, families, configurations per shape and family), in measuring order:
-# the sealed list first (measured before any model work), the broad development list,
-# the old testlists, then fp8 with half the configurations
+# the held-out lists first (each measured before any model work that could see it), the
+# broad development list, the old testlists, then fp8 with half the configurations
 PLAN = [
+    ("holdout", "bf16", HOPPER, 16),
+    ("holdout", "fp8", HOPPER, 8),
     ("sealed", "bf16", HOPPER, 16),
     ("random", "bf16", HOPPER, 16),
     ("llm", "bf16", HOPPER, 16),
