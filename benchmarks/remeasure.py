@@ -1,6 +1,6 @@
 """Measure again, as the sweep measured them, the reference rows a kernel fix made stale.
 
-``STALE`` names each fix: the rows of the shipped and sealed tables whose kernel it
+``STALE`` names each fix: the rows of the shipped and held-out tables whose kernel it
 changed, and why. On a GPU (numpy + cuda-python only)
 
     PYTHONPATH=src python3 benchmarks/remeasure.py --out DIR
@@ -57,10 +57,10 @@ def is_stale(row: dict) -> bool:
 
 
 def tables(slug: str) -> list[Path]:
-    """The GPU's measurement tables: shipped (every dtype) and sealed."""
+    """The GPU's measurement tables: shipped (every dtype) and the held-out lists'."""
     base = RESULTS / slug
-    return sorted(p for d in ("shipped", "sealed") for p in (base / d).rglob("*.csv")
-                  if "measurements" in p.parts or d == "sealed")
+    return sorted(p for d in ("shipped", "sealed", "holdout") for p in (base / d).rglob("*.csv")
+                  if "measurements" in p.parts or d != "shipped")
 
 
 def table_name(slug: str, path: Path) -> str:

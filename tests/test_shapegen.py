@@ -1,5 +1,5 @@
-"""Random testlists reproducible from a seed (gemmperf.shapegen) and the two lists made
-from it (benchmarks/make_testlists.py: testlists/random.csv and sealed.csv)."""
+"""Random testlists reproducible from a seed (gemmperf.shapegen) and the three lists made
+from it (benchmarks/make_testlists.py: testlists/random.csv, sealed.csv and holdout.csv)."""
 
 from __future__ import annotations
 
@@ -200,7 +200,7 @@ def test_check_passes_on_the_repository_testlists():
 
 
 def test_check_fails_on_a_changed_or_missing_testlist(tmp_path):
-    for name in ("random.csv", "sealed.csv"):
+    for name in ("random.csv", "sealed.csv", "holdout.csv"):
         shutil.copy(REPO / "testlists" / name, tmp_path / name)
     run = run_make("--check", "--out", str(tmp_path))
     assert run.returncode == 0, run.stderr
@@ -220,7 +220,8 @@ def test_written_testlists_equal_the_repository_files(tmp_path):
     run = run_make("--out", str(tmp_path))
     assert run.returncode == 0, run.stderr
     assert "random.csv: 240 shapes" in run.stdout and "sealed.csv: 96 shapes" in run.stdout
-    for name in ("random.csv", "sealed.csv"):
+    assert "holdout.csv: 64 shapes" in run.stdout
+    for name in ("random.csv", "sealed.csv", "holdout.csv"):
         assert (tmp_path / name).read_text() == (REPO / "testlists" / name).read_text()
 
 
@@ -233,19 +234,29 @@ def test_random_csv_rows_are_the_generated_shapes(make):
     assert any(s.m <= 8 for s in shapes) and any(s.k >= 8192 for s in shapes)
 
 
-def test_sealed_csv_is_held_out(make):
-    shapes = read_testlist(REPO / "testlists" / "sealed.csv")
-    drawn = random_shapes(make.SEALED_SEED, make.SEALED_RANDOM)
-    models = model_shapes(make.SEALED_SEED + 1, make.SEALED_MODELS, make.UNSEEN_PROJECTIONS)
-    assert shapes == drawn + [s for _, s in models]
-    assert len(shapes) == 96
+@pytest.mark.parametrize("name, seed, drawn, count, projections", [
+    ("sealed.csv", "SEALED_SEED", "SEALED_RANDOM", 96, "UNSEEN_PROJECTIONS"),
+    ("holdout.csv", "HOLDOUT_SEED", "HOLDOUT_RANDOM", 64, "HOLDOUT_PROJECTIONS")])
+def test_each_held_out_csv_is_its_seeds_shapes_and_no_other_lists(make, name, seed, drawn, count, projections):
+    shapes = read_testlist(REPO / "testlists" / name)
+    seed, projections = getattr(make, seed), getattr(make, projections)
+    generated = random_shapes(seed, getattr(make, drawn))
+    models = model_shapes(seed + 1, count - len(generated), projections)
+    assert shapes == generated + [s for _, s in models]
+    assert len(shapes) == count
     # each model shape is preceded by its projection's name, and the name fits N and K
-    lines = (REPO / "testlists" / "sealed.csv").read_text().splitlines()
-    projections = {name: (n, k) for name, n, k in make.UNSEEN_PROJECTIONS}
-    for name, s in models:
+    lines = (REPO / "testlists" / name).read_text().splitlines()
+    named = {p: (n, k) for p, n, k in projections}
+    for p, s in models:
         i = lines.index(f"{s.m},{s.n},{s.k}")
-        assert lines[i - 1] == f"# {name}" and projections[name] == (s.n, s.k)
-    # held out: no shape of another testlist (the random list included)
+        assert lines[i - 1] == f"# {p}" and named[p] == (s.n, s.k)
+    # held out: no shape of another testlist (random and the other held-out list included)
     for other in sorted((REPO / "testlists").glob("*.csv")):
-        if other.name != "sealed.csv":
+        if other.name != name:
             assert not {(s.m, s.n, s.k) for s in shapes} & {(s.m, s.n, s.k) for s in read_testlist(other)}, other
+
+
+def test_the_second_held_out_lists_models_are_new(make):
+    """holdout.csv's projections name models neither the first sealed list nor any testlist held."""
+    first = {name.split()[0] for name, _, _ in make.UNSEEN_PROJECTIONS}
+    assert not first & {name.split()[0] for name, _, _ in make.HOLDOUT_PROJECTIONS}
