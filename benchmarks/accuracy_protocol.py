@@ -3,15 +3,12 @@
 nvMatmulHeuristics' estimate and pick on the same rows where the `nvmmh` extra is installed.
 
 Development data: the shipped measurements (results/<gpu>/shipped/measurements/*.csv:
-random, dsv3, paper-grid, squares, decode, llm -- llm is development data since issue
-17), or a reference sweep's lists still under results/<gpu>/incoming/<dtype>/. The sealed
-list (results/<gpu>/sealed/<dtype>/sealed.csv) is read only with ``--sealed``, which fits
-on all the development data and scores the sealed list:
-run it once, at the end, and report what it prints. A sealed list once scored is development
-data (SCORED records which): ``--sealed-as-development`` adds it to the development lists
-as one more list, left out in its turn, and prints the figures over the other lists' rows
-beside the headline, so that a fit taught it is compared on the same rows as one that was
-not. A sealed list still held out is refused.
+random, dsv3, paper-grid, squares, decode, llm, sealed -- llm since issue 17, the first
+sealed list since both GPUs scored it, 2026-11-25 and 2026-12-05), or a reference sweep's
+lists still under results/<gpu>/incoming/<dtype>/. The held-out list
+(testlists/holdout.csv, measured in results/<gpu>/holdout/<dtype>/holdout.csv) is read only
+with ``--holdout``, which fits on all the development data and scores the held-out list:
+run it once, at the end, and report what it prints.
 
 In bf16 each fold's residual correction also learns from the GPU's timed optimizer answers
 (benchmarks/optimizer_picks.py's committed sets and re-timed rounds, shapes no testlist
@@ -27,7 +24,7 @@ each predicted with bf16's own constants fitted in the same fold. ``--without-te
 the fp8 rows alone.
 
     python benchmarks/accuracy_protocol.py [--gpu h100-sxm5-80gb] [--dtype bf16] [--jobs 2]
-        [--grouping testlist,nk] [--out DIR] [--sealed | --sealed-as-development] [--without-answers]
+        [--grouping testlist,nk] [--out DIR] [--holdout] [--without-answers]
         [--without-teacher]
 
 Prints one table per split (model x class: rows, shapes, MAPE, p95, Spearman, regret)
@@ -42,13 +39,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SEALED = "sealed"
-# (GPU, dtype) -> the record of its sealed list's one scoring (under benchmarks/results/): that
-# list is development data since
-SCORED = {("h100-sxm5-80gb", "bf16"): "sealed_h100_2026-11-25.md",
-          ("h100-sxm5-80gb", "fp8"): "sealed_h100_2026-11-25.md",
-          ("h200-sxm-141gb", "bf16"): "sealed_h200_2026-12-05.md",
-          ("h200-sxm-141gb", "fp8"): "sealed_h200_2026-12-05.md"}
+HOLDOUT = "holdout"  # the held-out list: testlists/holdout.csv, results/<gpu>/holdout/<dtype>/holdout.csv
 TEACHER_DTYPE = "bf16"  # another dtype's correction also learns from this one's rows and answers
 # issue 17's targets, leave-one-testlist-out, ws-hopper
 TARGETS = {"ws-pipelined+fit": {"mape_pct": 7.0},
@@ -58,31 +49,28 @@ TARGETS = {"ws-pipelined+fit": {"mape_pct": 7.0},
 
 def measurement_files(gpu: str, dtype: str) -> dict[str, Path]:
     """testlist -> measured table: the shipped lists, a list of a reference sweep still
-    under way (results/<gpu>/incoming/<dtype>/) replacing its shipped table; the sealed
-    list from results/<gpu>/sealed/<dtype>/."""
+    under way (results/<gpu>/incoming/<dtype>/) replacing its shipped table; the held-out
+    list from results/<gpu>/holdout/<dtype>/."""
     base = ROOT / "results" / gpu
     shipped = base / "shipped" / "measurements" if dtype == "bf16" else base / "shipped" / dtype / "measurements"
     files = {p.stem: p for p in sorted(shipped.glob("*.csv"))}
     for p in sorted((base / "incoming" / dtype).glob("*.journal.csv")):
         files[p.name.removesuffix(".journal.csv")] = p
-    sealed = base / SEALED / dtype / f"{SEALED}.csv"
-    if sealed.is_file():
-        files[SEALED] = sealed
+    files.pop(HOLDOUT, None)  # a sweep's journal of the held-out list is never development data
+    held = base / HOLDOUT / dtype / f"{HOLDOUT}.csv"
+    if held.is_file():
+        files[HOLDOUT] = held
     return files
 
 
-def development_rows(gpu: str, dtype: str, sealed: bool = False):
+def development_rows(gpu: str, dtype: str):
     """Every development list of ``gpu`` (a slug) in ``dtype`` as one table
-    (``protocol.development``); the sealed list is read only with ``sealed``, where it was
-    scored once already (SCORED), as a list of its own. src/ on the import path."""
+    (``protocol.development``), never the held-out list. src/ on the import path."""
     from gemmperf import tables
     from gemmperf.fit import protocol as P
 
     files = measurement_files(gpu, dtype)
-    if sealed and (gpu, dtype) not in SCORED:
-        raise ValueError(f"{gpu} {dtype}: its sealed list was never scored, so it is not development data")
-    if not sealed:
-        files.pop(SEALED, None)
+    files.pop(HOLDOUT, None)
     return P.development({name: tables.read_measurements(path) for name, path in files.items()})
 
 
@@ -145,19 +133,16 @@ def main(argv=None) -> int:
     p.add_argument("--grouping", default="testlist,nk")
     p.add_argument("--jobs", type=int, default=0, help="worker processes (0: every core)")
     p.add_argument("--out", default="", help="folder for predictions.parquet and summaries")
-    p.add_argument("--sealed", action="store_true", help="score the sealed list (once, at the end)")
-    p.add_argument("--sealed-as-development", action="store_true",
-                   help="a sealed list scored already (SCORED) as one more development list")
+    p.add_argument("--holdout", action="store_true", help="score the held-out list (once, at the end)")
     p.add_argument("--without-answers", action="store_true",
                    help="the correction of the testlists' rows alone, not taught the timed optimizer answers")
     p.add_argument("--without-teacher", action="store_true",
                    help="outside bf16: the correction of this dtype's rows alone, not taught the bf16 rows")
     args = p.parse_args(argv)
-    if args.sealed and args.sealed_as_development:
-        p.error("--sealed and --sealed-as-development exclude each other")
-    if args.sealed_as_development and (args.gpu, args.dtype) not in SCORED:
-        print(f"accuracy_protocol.py: --sealed-as-development: the sealed list of {args.gpu} {args.dtype} was never "
-              "scored; it stays held out", file=sys.stderr)
+    held_out = measurement_files(args.gpu, args.dtype).get(HOLDOUT)
+    if args.holdout and held_out is None:
+        print(f"accuracy_protocol.py: --holdout: {ROOT / 'results' / args.gpu / HOLDOUT / args.dtype / (HOLDOUT + '.csv')}"
+              " does not exist: this GPU has not measured the held-out list in this dtype", file=sys.stderr)
         return 2
     sys.path.insert(0, str(ROOT / "src"))
     import polars as pl
@@ -171,8 +156,7 @@ def main(argv=None) -> int:
     gpu = load_gpu(ROOT / "results" / args.gpu / "shipped" / "hardware.json")
     microbench = str(ROOT / "results" / args.gpu / "shipped" / "microbench.csv")
     pset = fit_paramset(gpu, microbench, ["ws-hopper"], args.dtype)
-    sealed = measurement_files(args.gpu, args.dtype).get(SEALED)
-    dev = development_rows(args.gpu, args.dtype, sealed=args.sealed_as_development)
+    dev = development_rows(args.gpu, args.dtype)
     print(f"development: {dev.height} ws-hopper rows, {dev.get_column('shape').n_unique()} shapes, "
           f"{dev.get_column('nk').n_unique()} weight matrices, testlists "
           + ", ".join(f"{t} {n}" for t, n in dev.group_by("testlist").len().sort("testlist").iter_rows()))
@@ -180,7 +164,7 @@ def main(argv=None) -> int:
     # the timed answers are bf16: another dtype's correction learns from them with the bf16 rows
     teacher = None
     if args.dtype != TEACHER_DTYPE and not args.without_teacher:
-        teacher = development_rows(args.gpu, TEACHER_DTYPE, sealed=args.sealed_as_development)
+        teacher = development_rows(args.gpu, TEACHER_DTYPE)
         pset = with_dtypes(pset, microbench, ["ws-hopper"], [TEACHER_DTYPE])
         print(f"each fold's correction also learns from {teacher.height} {TEACHER_DTYPE} rows (teacher rows)")
     answers = (answer_rows(args.gpu) if (args.dtype == TEACHER_DTYPE or teacher is not None)
@@ -192,14 +176,11 @@ def main(argv=None) -> int:
     if out:
         out.mkdir(parents=True, exist_ok=True)
     jobs = args.jobs or available_cores()
-    splits = ["sealed"] if args.sealed else args.grouping.split(",")
+    splits = [HOLDOUT] if args.holdout else args.grouping.split(",")
     for grouping in splits:
         start = time.monotonic()
-        if grouping == "sealed":
-            if sealed is None:
-                print("no sealed measurements", file=sys.stderr)
-                return 2
-            held = P.development({SEALED: tables.read_measurements(sealed)})
+        if grouping == HOLDOUT:
+            held = P.development({HOLDOUT: tables.read_measurements(held_out)})
             preds = P.score_heldout(dev, held, pset, teacher=teacher)
         else:
             preds = P.evaluate(dev, pset, grouping, jobs=jobs, correction_rows=answers, teacher=teacher)
@@ -211,9 +192,6 @@ def main(argv=None) -> int:
             show(P.summary(preds, by="testlist", columns=columns).filter(pl.col("class") == "all"), "per left-out testlist",
                  key="testlist")
         verdict(summary)
-        if args.sealed_as_development:
-            others = P.summary(preds.filter(pl.col("testlist") != SEALED), columns=columns)
-            show(others.filter(pl.col("class") == "all"), f"{grouping}: the rows of the lists other than {SEALED}")
         if out:
             preds.write_parquet(out / f"{grouping}.parquet")
             summary.write_csv(out / f"{grouping}.csv")

@@ -71,8 +71,8 @@ def random_text() -> str:
 
 def sealed_text() -> str:
     lines = ["m,n,k",
-             "# Sealed held-out list (issue 17), generated 2026-11-24 before any model work of issue 17:",
-             "# never fitted, never looked at while deciding; scored once, at the end.",
+             "# Sealed held-out list (issue 17), generated 2026-11-24 before any model work of issue 17 and",
+             "# scored once on each GPU (H100 2026-11-25, H200 2026-12-05): a development list since.",
              f"# {SEALED_RANDOM} shapes of gemmperf.shapegen.random_shapes, seed {SEALED_SEED}, then {SEALED_MODELS}",
              f"# of model_shapes, seed {SEALED_SEED + 1}, over models no other testlist holds.",
              "# Written by benchmarks/make_testlists.py."]

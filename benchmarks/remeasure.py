@@ -59,7 +59,7 @@ def is_stale(row: dict) -> bool:
 def tables(slug: str) -> list[Path]:
     """The GPU's measurement tables: shipped (every dtype) and the held-out lists'."""
     base = RESULTS / slug
-    return sorted(p for d in ("shipped", "sealed", "holdout") for p in (base / d).rglob("*.csv")
+    return sorted(p for d in ("shipped", "holdout") for p in (base / d).rglob("*.csv")
                   if "measurements" in p.parts or d != "shipped")
 
 

@@ -37,20 +37,20 @@ def test_the_answers_are_read_as_the_workflow_reads_them():
     assert rows.height == answer_rows(shipped).height
 
 
-def test_a_sealed_list_joins_the_development_lists_only_once_scored(capsys, monkeypatch):
-    """A sealed list scored once (SCORED, its record committed) may join the development
-    lists as one more list; one never scored is refused with one line and exit status 2,
-    and the plain development rows never hold a sealed row."""
+@pytest.mark.parametrize("dtype", ["bf16", "fp8"])
+def test_the_development_rows_hold_the_scored_sealed_list_and_never_the_held_out_one(dtype):
+    """The first sealed list, scored once on each GPU, is a shipped development list; the
+    held-out list (measured on the H100) is found, and never read as development data."""
     script = load_script(SCRIPT, "accuracy_protocol")
-    assert all((ROOT / "benchmarks" / "results" / record).is_file() for record in script.SCORED.values())
-    plain = script.development_rows("h100-sxm5-80gb", "bf16")
-    taught = script.development_rows("h100-sxm5-80gb", "bf16", sealed=True)
-    lists = set(taught.get_column("testlist").unique())
-    assert script.SEALED not in set(plain.get_column("testlist").unique()) and script.SEALED in lists
-    assert taught.height - plain.height == taught.filter(taught["testlist"] == script.SEALED).height > 1000
-    monkeypatch.setattr(script, "SCORED", {k: v for k, v in script.SCORED.items() if k[0] != "h200-sxm-141gb"})
-    assert script.main(["--gpu", "h200-sxm-141gb", "--sealed-as-development"]) == 2
+    files = script.measurement_files("h100-sxm5-80gb", dtype)
+    assert files[script.HOLDOUT].parent.parent.name == script.HOLDOUT and "sealed" in files
+    lists = set(script.development_rows("h100-sxm5-80gb", dtype).get_column("testlist").unique())
+    assert "sealed" in lists and script.HOLDOUT not in lists
+
+
+def test_scoring_a_held_out_list_never_measured_is_one_line_and_status_2(capsys):
+    """The H200 has not measured the held-out list: --holdout says so before any fit."""
+    script = load_script(SCRIPT, "accuracy_protocol")
+    assert script.main(["--gpu", "h200-sxm-141gb", "--holdout"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "h200-sxm-141gb bf16" in err[0] and "never scored" in err[0]
-    with pytest.raises(ValueError, match="never scored"):
-        script.development_rows("h200-sxm-141gb", "bf16", sealed=True)
+    assert len(err) == 1 and "holdout.csv does not exist" in err[0] and "h200-sxm-141gb" in err[0]

@@ -12,7 +12,7 @@ only (ws-pipelined's constants, then the residual correction):
 Figures per model ("ws-pipelined" with microbenchmark parameters, "+fit", "+fit+residual")
 and per shape class (``CLASSES``): ``accuracy.metrics`` (regret counts tied picks at their
 mean). ``score_heldout`` fits on every development row and predicts one held-out table,
-once, for the sealed list.
+once, for a sealed held-out list.
 """
 
 from __future__ import annotations
