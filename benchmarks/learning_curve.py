@@ -9,7 +9,7 @@ trained on a share of those rows, drawn two ways at the same row count:
 Prints, per draw and share (mean over seeds, the seeds' range in brackets), the fitted and
 corrected MAPE, p95, per-shape Spearman and regret (ties at their mean) of every
 development row, and a power law a + b * share^-c fitted to the corrected MAPE by shape:
-its value at twice the shapes and its limit a. The sealed list is never read.
+its value at twice the shapes and its limit a. The held-out list is never read.
 
     python benchmarks/learning_curve.py [--gpu h100-sxm5-80gb] [--dtype bf16] [--jobs 2]
         [--fractions 0.25,0.5,0.75] [--seeds 2] [--by shape,row] [--refit]

@@ -1,9 +1,9 @@
-"""Write the two generated testlists, each from its recorded seed (issue 17).
+"""Write the three generated testlists, each from its recorded seed (issue 17).
 
 testlists/random.csv: the broad development list. 240 shapes, M log-uniform in
     1..16384, N and K in 16..32768, each size rounded to a multiple of 64 or of 8, kept
     as drawn or moved to the next prime (gemmperf.shapegen.ROUNDINGS).
-testlists/sealed.csv: the held-out list, generated before any model work of issue 17
+testlists/sealed.csv: the first held-out list, generated before any model work of issue 17
     and scored once, at the end. 64 shapes from the same generator (another seed) and 32
     projections of models no other testlist holds (Gemma-2 9B/27B, Llama-3.1 405B,
     Phi-4, gpt-oss-120b, a 32001-token vocabulary), M log-uniform in 1..8192. Scored once

@@ -114,7 +114,7 @@ def print_anatomy(pl, pred) -> None:
 
 def development(gpu: str = "h100-sxm5-80gb", dtype: str = "bf16"):
     """(development rows, microbenchmark ParamSet) of ``gpu``'s shipped ``dtype``
-    measurements (ws-hopper; the sealed list never read)."""
+    measurements (ws-hopper; the held-out list never read)."""
     sys.path.insert(0, str(ROOT / "src"))
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from accuracy_protocol import development_rows

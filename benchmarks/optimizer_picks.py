@@ -6,7 +6,7 @@ this scores the answer itself, on shapes no testlist holds: COUNT shapes of
 ``shapegen.random_shapes`` per set of SETS (each its own seed, which no testlist uses;
 shapes of any testlist or earlier set dropped), the model fitted as the workflow fits it
 (ws-pipelined's constants and the residual correction on every H100 bf16 development
-row; the sealed list never read). The set "dev" chose what ``gemmperf optimize`` offers
+row; the held-out list never read). The set "dev" chose what ``gemmperf optimize`` offers
 beyond its answer (``--top``, ``--corrected``); "heldout" was drawn after that choice and
 is scored once.
 
@@ -90,7 +90,7 @@ GPUS = {"h100": "h100-sxm5-80gb", "h200": "h200-sxm-141gb"}  # --gpu: whose fit,
 # --transfer-from` does): the answer a user moving from that GPU would get
 TRANSFER_FROM = {"h200": "h100-sxm5-80gb"}
 FAMILY = "ws-hopper"
-# set -> seed (testlists/random.csv is 17017, sealed.csv 92863): "dev" drawn on 2026-11-28
+# set -> seed (testlists/random.csv is 17017, sealed.csv 92863, holdout.csv 51217): "dev" drawn on 2026-11-28
 # before the choice of --top and --corrected, "heldout" after it; "fresh" drawn on
 # 2026-11-28 ~21:15 UTC after the answer band's form was chosen (the band is scored on it
 # once: --band), planned for the H200 only (no H100 was lent that session); "fresh2" and

@@ -157,7 +157,7 @@ def measured(rows: list[dict], columns: tuple[str, ...]) -> dict[tuple, float]:
 def predicted(tasks: list[dict], gpu: str = DEVELOPMENT_GPU, **switches) -> list[float]:
     """ws-pipelined's predicted time (us) of each of ``tasks`` (a probe's runs: ``m``, ``n``,
     ``k`` and the configuration's fields), its constants fitted on every development row
-    of ``gpu``'s shipped bf16 data (model_ceiling.fit_in_sample; the sealed list never read). Needs
+    of ``gpu``'s shipped bf16 data (model_ceiling.fit_in_sample; the held-out list never read). Needs
     polars: run on the development machine, not the GPU one. model_ceiling is probes'
     neighbour in benchmarks/, on the import path wherever probes is imported from there.
     ``switches``: ws-pipelined's effects turned on or off (``split_row_latency=False``)."""

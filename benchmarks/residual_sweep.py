@@ -7,7 +7,7 @@ predictions and scored on the left-out list. A variant is either tree settings
 (``VARIANTS``) or the shipped trees on other features (``FEATURE_VARIANTS``: features
 dropped from and added to ``fit.residual.FEATURES``). Prints, per variant, the corrected MAPE,
 p95, per-shape Spearman and regret (ties at their mean) of every development row, with
-the fitted model's figures for reference. The sealed list is never read.
+the fitted model's figures for reference. The held-out list is never read.
 
 With ``--random-states 0,1,2`` each variant is trained once per state (the trees'
 feature order at tied splits) and printed as the mean over the states with the range of

@@ -1,7 +1,7 @@
 """Issue 18's transfer: one GPU's fit carried to another with no GEMM measured on it.
 
 For each direction (source -> target), the target's measured ws-hopper rows (every
-development list; the sealed lists are not read) predicted by:
+development list; the held-out list is not read) predicted by:
 
 - catalog defaults: the target's descriptor alone, nothing measured;
 - the target's microbenchmarks alone (no GEMM fit);
@@ -59,7 +59,7 @@ def gpu_files(slug: str, dtype: str) -> tuple[Path, Path]:
 def gpu_side(slug: str, dtype: str, microbench: str | None = None, family: str = "ws-hopper",
              teacher: bool = False) -> dict:
     """One GPU's side of a transfer: its descriptor ``gpu``, its development rows ``dev``
-    (every shipped list of ``dtype``; the sealed list is never read), its microbenchmark
+    (every shipped list of ``dtype``; the held-out list is never read), its microbenchmark
     parameters ``base`` and copy rates ``rates`` (``microbench``: another CSV than its own),
     and with ``teacher`` outside bf16 its bf16 development rows ``teacher`` (None in bf16
     or without), ``base`` then holding bf16's microbenchmark parameters too.
