@@ -1,11 +1,14 @@
-"""The reference sweep of issue 17, in resumable pieces: every testlist, the random list
-and the two held-out lists (sealed, holdout), each shape over a stratified sample of the
-legal space (collect's ``sample`` preset), bf16 then fp8, on the local GPU.
+"""The reference sweep of issue 17, in resumable pieces: every testlist (random and the
+first sealed list, a development list since step 47, among them) and the held-out list
+(holdout), each shape over a stratified sample of the legal space (collect's ``sample``
+preset), bf16 then fp8, on the local GPU.
 
 Each (testlist, dtype) is one ``gemmperf collect`` with its own journal under
 ``results/<gpu>/incoming/<dtype>/``; the plan is worked through in order until the
 deadline, so a run stopped anywhere resumes where it stopped when run again over the
-same journals (copy them back between machines). A collect cut by the deadline gets
+same journals (copy them back between machines: flat, one file per journal, e.g.
+``$OUT/bf16__holdout.journal.csv``; a lent machine's nested result folders may not come
+back, and its next call's copy of the tree drops files the tree lacks). A collect cut by the deadline gets
 SIGINT and keeps every row it measured. Prints a table of what is done at the end.
 
     PYTHONPATH=src python3 benchmarks/reference_sweep.py --deadline 540 [--only holdout]
