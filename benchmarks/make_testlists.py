@@ -69,6 +69,15 @@ def random_text() -> str:
     return "\n".join(lines) + "\n"
 
 
+def held_out_rows(seed: int, drawn: int, models: int, projections: list[tuple[str, int, int]]) -> list[str]:
+    """A held-out list's rows: ``drawn`` shapes of random_shapes (``seed``), then ``models``
+    of model_shapes (``seed + 1``) over ``projections``, each after a comment naming it."""
+    lines = [f"{s.m},{s.n},{s.k}" for s in random_shapes(seed, drawn)]
+    for name, s in model_shapes(seed + 1, models, projections):
+        lines += [f"# {name}", f"{s.m},{s.n},{s.k}"]
+    return lines
+
+
 def sealed_text() -> str:
     lines = ["m,n,k",
              "# Sealed held-out list (issue 17), generated 2026-11-24 before any model work of issue 17 and",
@@ -76,9 +85,7 @@ def sealed_text() -> str:
              f"# {SEALED_RANDOM} shapes of gemmperf.shapegen.random_shapes, seed {SEALED_SEED}, then {SEALED_MODELS}",
              f"# of model_shapes, seed {SEALED_SEED + 1}, over models no other testlist holds.",
              "# Written by benchmarks/make_testlists.py."]
-    lines += [f"{s.m},{s.n},{s.k}" for s in random_shapes(SEALED_SEED, SEALED_RANDOM)]
-    for name, s in model_shapes(SEALED_SEED + 1, SEALED_MODELS, UNSEEN_PROJECTIONS):
-        lines += [f"# {name}", f"{s.m},{s.n},{s.k}"]
+    lines += held_out_rows(SEALED_SEED, SEALED_RANDOM, SEALED_MODELS, UNSEEN_PROJECTIONS)
     return "\n".join(lines) + "\n"
 
 
@@ -89,9 +96,7 @@ def holdout_text() -> str:
              f"# scored once, at the end. {HOLDOUT_RANDOM} shapes of gemmperf.shapegen.random_shapes, seed",
              f"# {HOLDOUT_SEED}, then {HOLDOUT_MODELS} of model_shapes, seed {HOLDOUT_SEED + 1}, over models no other testlist holds.",
              "# Written by benchmarks/make_testlists.py."]
-    lines += [f"{s.m},{s.n},{s.k}" for s in random_shapes(HOLDOUT_SEED, HOLDOUT_RANDOM)]
-    for name, s in model_shapes(HOLDOUT_SEED + 1, HOLDOUT_MODELS, HOLDOUT_PROJECTIONS):
-        lines += [f"# {name}", f"{s.m},{s.n},{s.k}"]
+    lines += held_out_rows(HOLDOUT_SEED, HOLDOUT_RANDOM, HOLDOUT_MODELS, HOLDOUT_PROJECTIONS)
     return "\n".join(lines) + "\n"
 
 

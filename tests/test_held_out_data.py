@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gemmperf.app.resolve import shipped_data_dir
 from gemmperf.bench.collect import SAMPLE_SEED, tasks_for
 from gemmperf.hardware import get_gpu
 from gemmperf.problem import read_testlist
@@ -30,7 +31,7 @@ def table_of(slug: str, name: str, dtype: str) -> Path:
     """Where a held-out list's measurements are: the first sealed list, scored on both GPUs,
     ships with the development lists; the held-out list has a folder of its own."""
     if name == "sealed":
-        return REMEASURE.RESULTS / slug / "shipped" / ("" if dtype == "bf16" else dtype) / "measurements" / "sealed.csv"
+        return REPO / shipped_data_dir(slug, dtype) / "measurements" / "sealed.csv"
     return REMEASURE.RESULTS / slug / name / dtype / f"{name}.csv"
 
 
