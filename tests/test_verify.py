@@ -2,6 +2,7 @@
 "launches" a kernel that writes a chosen C, so each of verify's rules is seen to fail on
 the output it exists to catch (row padding, guard, unwritten, tolerance)."""
 
+import dataclasses
 from types import SimpleNamespace
 
 import numpy as np
@@ -129,3 +130,40 @@ def test_tiny_fp16_products_round_on_the_subnormal_grid(k):
                                 setattr(runner, "b", np.full((64, k), 1.5 * 2.0**-12)))
     res = V._verify(runner, samples=16, exhaustive=True, seed=1)
     assert res.ok, res.reason
+
+
+def test_a_large_c_is_read_and_checked_by_its_sampled_rows(monkeypatch):
+    """Past FULL_READ_LIMIT only the sampled rows come back: a wrong value in one of them
+    fails, one in a row not sampled is not seen, and the verdict says how much was read."""
+    monkeypatch.setattr(V, "FULL_READ_LIMIT", 0)
+
+    def sampled(write):
+        return V._verify(FakeRunner(TMA, 40, 33, 70, write), samples=8, exhaustive=False, seed=5)
+
+    rng = np.random.default_rng(5)  # as _verify draws them: the rows, then the columns
+    picked, cols = V._sample(40, 8, rng), V._sample(33, 8, rng)
+    assert len(picked) < 40
+    res = sampled(exact)
+    assert res.ok and res.reason == f"{len(picked) * len(cols)} elements within tolerance"
+
+    def wrong_row(row):
+        def write(ref, c, r):
+            exact(ref, c, r)
+            c[row, :] = POISON
+        return write
+
+    res = sampled(wrong_row(int(picked[1])))
+    assert not res.ok and f"({len(picked)} rows of C)" in res.reason
+    assert sampled(wrong_row(next(i for i in range(40) if i not in picked))).ok
+
+
+@pytest.mark.parametrize("mode, write, ok, reason", [
+    ("load-only", lambda ref, c, r: None, True, "C untouched (all of C)"),
+    ("load-only", exact, False, "load-only wrote"),
+    ("epilogue-only", lambda ref, c, r: c.__setitem__((slice(None), slice(0, r.n)), 0x8000), True, "zeros (all of C)"),
+    ("epilogue-only", exact, False, "non-zero elements"),
+    ("math-only", exact, True, "written and finite (all of C)"),
+])
+def test_the_modes_that_do_not_compute_from_a_and_b_are_checked_by_their_bits(mode, write, ok, reason):
+    res = check(dataclasses.replace(TMA, mode=mode), write)
+    assert res.ok == ok and reason in res.reason

@@ -102,8 +102,8 @@ def _verify(r: GemmRunner, samples: int, exhaustive: bool | None, seed: int | No
     r.launch()
     r.synchronize()
 
-    guard = r.guard_raw()
     poison = 0x7FFF if r.osize == 2 else 0x7FFFFFFF
+    guard = r.guard_raw()
     if np.any(guard != poison):
         return VerifyResult(False, float("nan"), f"wrote past the end of C ({int(np.sum(guard != poison))} guard elements)")
 
@@ -111,30 +111,36 @@ def _verify(r: GemmRunner, samples: int, exhaustive: bool | None, seed: int | No
         exhaustive = m * n <= EXHAUSTIVE_LIMIT and m * n * k <= (1 << 31)
     rows = np.arange(m) if exhaustive else _sample(m, samples, rng)
     cols = np.arange(n) if exhaustive else _sample(n, samples, rng)
-
-    # C: everything when small enough, otherwise the sampled rows in full; the columns
-    # between N and C's leading dimension must stay untouched
-    if m * r.ldc <= FULL_READ_LIMIT:
-        padded = r.c_raw(padded=True)
-        sampled_raw = padded[rows, :n]
-    else:
-        padded = np.stack([r.c_raw(int(i), 1, padded=True)[0] for i in rows])
-        sampled_raw = padded[:, :n]
-    craw = padded[:, :n] if padded.shape[0] == m else sampled_raw
-    what = "all of C" if craw.shape[0] == m else f"{len(rows)} rows of C"
+    padded = _read_rows(r, rows)
     pad_written = _padding_written(r, padded[:, n:], mode, poison)
     if pad_written:
         return VerifyResult(False, float("nan"), f"wrote {pad_written} elements of C's row padding "
                                                  f"(columns {n}..{r.ldc - 1})")
+    verdict = _bit_checks(r, padded[:, :n], mode, poison)  # every row read back
+    if verdict is not None:
+        return verdict
+    sampled_raw = padded[rows, :n] if padded.shape[0] == m else padded[:, :n]
+    return _against_reference(r, sampled_raw, rows, cols, exhaustive)
 
+
+def _read_rows(r: GemmRunner, rows: np.ndarray) -> np.ndarray:
+    """C's raw bits with its row padding: all of C when small enough, else the rows sampled."""
+    if r.m * r.ldc <= FULL_READ_LIMIT:
+        return r.c_raw(padded=True)
+    return np.stack([r.c_raw(int(i), 1, padded=True)[0] for i in rows])
+
+
+def _bit_checks(r: GemmRunner, craw: np.ndarray, mode: str, poison: int) -> VerifyResult | None:
+    """What the bit patterns of C (the rows read back, columns 0..N-1) show: a failure,
+    the verdict of a mode that does not compute from A and B, or None to go on to the
+    reference.
+    They work on bits: decoding C to float64 would cost more than the kernel for large shapes."""
+    what = "all of C" if craw.shape[0] == r.m else f"{craw.shape[0]} rows of C"
     if mode in ("load-only", "empty"):
         touched = int(np.sum(craw != poison))
         if touched:
             return VerifyResult(False, 0.0, f"{mode} wrote {touched} elements of C")
         return VerifyResult(True, 0.0, f"C untouched ({what})")
-
-    # checks over all of C work on the bit patterns: decoding C to float64 would cost
-    # more than the kernel for large shapes
     exp_mask = {2: 0x7F80 if r.out_dtype == "bf16" else 0x7C00, 4: 0x7F800000}[r.osize]
     unwritten = int(np.count_nonzero(craw == poison))
     nonfinite = int(np.count_nonzero((craw & exp_mask) == exp_mask))
@@ -147,7 +153,12 @@ def _verify(r: GemmRunner, samples: int, exhaustive: bool | None, seed: int | No
         return VerifyResult(nz == 0, 0.0, f"{nz} non-zero elements" if nz else f"zeros ({what})")
     if mode == "math-only":
         return VerifyResult(True, 0.0, f"written and finite ({what})")
+    return None
 
+
+def _against_reference(r: GemmRunner, sampled_raw: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+                       exhaustive: bool) -> VerifyResult:
+    """The sampled elements of C against the float64 product of the inputs the kernel read."""
     a = r.rows("A", rows)
     b = r.rows("B", cols)
     scale = r.scales[0] * r.scales[1]  # fp8's per-tensor scales (1 for the other types)
