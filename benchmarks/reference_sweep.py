@@ -7,8 +7,9 @@ Each (testlist, dtype) is one ``gemmperf collect`` with its own journal under
 ``results/<gpu>/incoming/<dtype>/``; the plan is worked through in order until the
 deadline, so a run stopped anywhere resumes where it stopped when run again over the
 same journals (copy them back between machines: flat, one file per journal, e.g.
-``$OUT/bf16__holdout.journal.csv``; a lent machine's nested result folders may not come
-back, and its next call's copy of the tree drops files the tree lacks). A collect cut by the deadline gets
+``$OUT/bf16__holdout.journal.csv``, or more than 8 of them packed into one tar: a lent
+machine brings back at most 8 files, its nested result folders may not come back, and its
+next call's copy of the tree drops files the tree lacks). A collect cut by the deadline gets
 SIGINT and keeps every row it measured. Prints a table of what is done at the end.
 
     PYTHONPATH=src python3 benchmarks/reference_sweep.py --deadline 540 [--only holdout]
