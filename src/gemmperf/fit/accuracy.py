@@ -360,6 +360,27 @@ def evaluate_ablations(measurements: dict[str, pl.DataFrame], pset: ParamSet, he
         return _evaluate(measurements, pset, heldout, [], n_splits, variants, progress, jobs)
 
 
+def _fit_tasks(dev, held, folds, variants, pset, answers, teacher, reuse) -> list[tuple]:
+    """Every (variant, fold) fit of ``_evaluate`` as an independent (train, test, pset,
+    options, residual, answers) task, run here or on worker processes (``_run_tasks``):
+    per variant one per fold, whose training rows share no shape with its test rows (a
+    corrected variant's also take the ``teacher`` rows outside its test rows,
+    ``with_teacher``), then the fit on every development row for the held-out rows, unless
+    ``reuse(name, options)`` says the shipped fit is that one."""
+    tasks = []
+    for name, opts, with_resid in variants:
+        for train_idx, test_idx in folds:
+            train, test = dev[train_idx], dev[test_idx]
+            assert not set(train.get_column("shape")) & set(test.get_column("shape"))
+            if with_resid:
+                train = with_teacher(train, teacher, test)
+            tasks.append((train, test, pset, opts, with_resid, answers))
+        if held.height and not reuse(name, opts):
+            train = with_teacher(dev, teacher, held, HELD_KEYS) if with_resid else dev
+            tasks.append((train, held, pset, opts, with_resid, answers))
+    return tasks
+
+
 def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress, jobs, shipped=None, answers=None,
               teacher=None):
     """Score the analytical ``models`` (microbenchmark parameters) and the fitted
@@ -387,21 +408,9 @@ def _evaluate(measurements, pset, heldout, models, n_splits, variants, progress,
         progress(f"accuracy: {name} (microbenchmark parameters) done")
 
     folds, k = group_folds(dev.get_column("shape"), n_splits)
-    # every (variant, fold) fit is independent: (train, test, options, residual) tasks,
-    # run here or on `jobs` worker processes; each sees its training rows only
     # the held-out fit of ws-pipelined+fit is the shipped fit: taken from ``shipped`` if given
     reuse = lambda name, opts: shipped is not None and name == FIT and opts is None  # noqa: E731
-    tasks = []
-    for name, opts, with_resid in variants:
-        for train_idx, test_idx in folds:
-            train, test = dev[train_idx], dev[test_idx]
-            assert not set(train.get_column("shape")) & set(test.get_column("shape"))
-            if with_resid:
-                train = with_teacher(train, teacher, test)
-            tasks.append((train, test, pset, opts, with_resid, answers))
-        if held.height and not reuse(name, opts):
-            train = with_teacher(dev, teacher, held, HELD_KEYS) if with_resid else dev
-            tasks.append((train, held, pset, opts, with_resid, answers))
+    tasks = _fit_tasks(dev, held, folds, variants, pset, answers, teacher, reuse)
     results = iter(_run_tasks(tasks, jobs))
     for name, opts, with_resid in variants:
         oof = pl.concat([next(results)[0] for _ in folds], how="diagonal_relaxed")
