@@ -108,18 +108,19 @@ FAMILY = "ws-hopper"
 # "fresh22" ... "fresh33" drawn on 2026-12-06 ~02:40 UTC with the model at step 47, planned
 # for the H100 (no H200 came), for the same two reasons (steps 45-47 not looked at on them);
 # "fresh34" ... "fresh45" drawn on 2026-12-06 ~05:33 UTC with the model at step 48, planned
-# for the H100 (no H200 came again), for the same two reasons
+# for the H100 (no H200 came again), for the same two reasons; "fresh46" ... "fresh57" drawn on
+# 2026-12-06 ~08:50 UTC with the model at step 49, for the same two reasons
 SETS = {"dev": 20261128, "heldout": 20261129, "fresh": 20261130, "fresh2": 20261201, "fresh3": 20261202,
         "fresh4": 20261203, "fresh5": 20261204, "fresh6": 20261205, "fresh7": 20261206, "fresh8": 20261207,
         "fresh9": 20261208, "fresh10": 20261209, "fresh11": 20261210, "fresh12": 20261211, "fresh13": 20261212,
         "fresh14": 20261213, "fresh15": 20261214, "fresh16": 20261215, "fresh17": 20261216,
         "fresh18": 20261217, "fresh19": 20261218, "fresh20": 20261219, "fresh21": 20261220,
-        **{f"fresh{i}": 20261199 + i for i in range(22, 46)}}
+        **{f"fresh{i}": 20261199 + i for i in range(22, 58)}}
 # the sets in the order drawn, those drawn together in one draw: --band scores each draw by
 # the band of the draws before it (what a user had when its shapes came)
 DRAWS = (("dev",), ("heldout",), ("fresh",), ("fresh2", "fresh3"), ("fresh4", "fresh5"), ("fresh6", "fresh7"),
          ("fresh8", "fresh9"), tuple(f"fresh{i}" for i in range(10, 22)), tuple(f"fresh{i}" for i in range(22, 34)),
-         tuple(f"fresh{i}" for i in range(34, 46)))
+         tuple(f"fresh{i}" for i in range(34, 46)), tuple(f"fresh{i}" for i in range(46, 58)))
 COUNT = 40
 TOP = 8  # the shortlist timed per shape (--top 8)
 CORRECTED_TOP = 4

@@ -25,13 +25,13 @@ def test_the_plans_hold_fresh_shapes_and_legal_runs_named_once():
     sets = {name: [(s.m, s.n, s.k) for s in shapes] for name, shapes in script.fresh_shapes().items()}
     known = {(s.m, s.n, s.k) for p in (ROOT / "testlists").glob("*.csv") for s in read_testlist(p)}
     both = ["dev", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9"]
-    assert list(sets) == both + [f"fresh{i}" for i in range(10, 46)]
+    assert list(sets) == both + [f"fresh{i}" for i in range(10, 58)]
     assert [name for draw in script.DRAWS for name in draw] == list(sets)
     assert not any(set(sets[a]) & set(sets[b]) for a, b in itertools.combinations(sets, 2))
     planned = [(name, gpu) for name in sets for gpu in script.GPUS if script.plan_path(name, gpu).is_file()]
     # the first eleven sets planned (and timed) on both GPUs (the H100's fresh sets since the
-    # fifty-third session), fresh10 ... fresh45 on the H100 alone (fifty-fourth,
-    # fifty-seventh and fifty-eighth sessions)
+    # fifty-third session), fresh10 ... fresh57 on the H100 alone (fifty-fourth and
+    # fifty-seventh to fifty-ninth sessions)
     assert {(n, g) for n in sets for g in script.GPUS if n in both or g == "h100"} == set(planned)
     for name, gpu in planned:
         shapes = sets[name]
