@@ -4,7 +4,8 @@ The question users bring is "what is the best tiling for this shape, and how lon
 accuracy protocol scores the model on the sampled configurations of measured shapes;
 this scores the answer itself, on shapes no testlist holds: COUNT shapes of
 ``shapegen.random_shapes`` per set of SETS (each its own seed, which no testlist uses;
-shapes of any testlist or earlier set dropped), the model fitted as the workflow fits it
+shapes of any testlist or earlier set dropped; a "large" set keeps only problems of at
+least LARGE_VOLUME multiply-adds), the model fitted as the workflow fits it
 (ws-pipelined's constants and the residual correction on every H100 bf16 development
 row; the held-out list never read). The set "dev" chose what ``gemmperf optimize`` offers
 beyond its answer (``--top``, ``--corrected``); "heldout" was drawn after that choice and
@@ -115,12 +116,20 @@ SETS = {"dev": 20261128, "heldout": 20261129, "fresh": 20261130, "fresh2": 20261
         "fresh9": 20261208, "fresh10": 20261209, "fresh11": 20261210, "fresh12": 20261211, "fresh13": 20261212,
         "fresh14": 20261213, "fresh15": 20261214, "fresh16": 20261215, "fresh17": 20261216,
         "fresh18": 20261217, "fresh19": 20261218, "fresh20": 20261219, "fresh21": 20261220,
-        **{f"fresh{i}": 20261199 + i for i in range(22, 58)}}
+        **{f"fresh{i}": 20261199 + i for i in range(22, 58)},
+        **{f"large{i}": 20261300 + i for i in range(1, 13)}}
+# "large1" ... "large12" drawn on 2026-12-06 ~09:35 UTC (planned ~10:01 with the model at step 50) among the
+# problems of at least LARGE_VOLUME multiply-adds only: the rows past the corrected p95 left
+# one testlist out sit there (70% of them at M N K >= 2^31, where the lists have 29% of
+# their rows), and the answers thin out there (4.7 answer runs per development row below
+# 2^31, 2.2 at 2^34 and above, 1.5 at 2^37 and above)
+LARGE_VOLUME = 2**33  # M N K, multiply-adds: 17 GFLOP, 17 us at the H100 SXM5's dense bf16 peak (989 TFLOP/s)
 # the sets in the order drawn, those drawn together in one draw: --band scores each draw by
 # the band of the draws before it (what a user had when its shapes came)
 DRAWS = (("dev",), ("heldout",), ("fresh",), ("fresh2", "fresh3"), ("fresh4", "fresh5"), ("fresh6", "fresh7"),
          ("fresh8", "fresh9"), tuple(f"fresh{i}" for i in range(10, 22)), tuple(f"fresh{i}" for i in range(22, 34)),
-         tuple(f"fresh{i}" for i in range(34, 46)), tuple(f"fresh{i}" for i in range(46, 58)))
+         tuple(f"fresh{i}" for i in range(34, 46)), tuple(f"fresh{i}" for i in range(46, 58)),
+         tuple(f"large{i}" for i in range(1, 13)))
 COUNT = 40
 TOP = 8  # the shortlist timed per shape (--top 8)
 CORRECTED_TOP = 4
@@ -142,14 +151,18 @@ def run_path(name: str, gpu: str = "h100") -> Path:
 
 def fresh_shapes() -> dict[str, list]:
     """Set -> its COUNT shapes of random_shapes(seed), in the order drawn, none in any
-    testlist or earlier set."""
+    testlist or earlier set; a "large" set's only of at least LARGE_VOLUME multiply-adds
+    (about one drawn shape in ten, so it draws 40 for each kept)."""
     from gemmperf.problem import read_testlist
     from gemmperf.shapegen import random_shapes
 
     known = {(s.m, s.n, s.k) for path in sorted((ROOT / "testlists").glob("*.csv")) for s in read_testlist(path)}
     out = {}
     for name, seed in SETS.items():
-        out[name] = [s for s in random_shapes(seed, 2 * COUNT) if (s.m, s.n, s.k) not in known][:COUNT]
+        large = name.startswith("large")
+        drawn = random_shapes(seed, (40 if large else 2) * COUNT)
+        out[name] = [s for s in drawn if (s.m, s.n, s.k) not in known
+                     and (not large or s.m * s.n * s.k >= LARGE_VOLUME)][:COUNT]
         known |= {(s.m, s.n, s.k) for s in out[name]}
     return out
 
