@@ -120,9 +120,9 @@ SETS = {"dev": 20261128, "heldout": 20261129, "fresh": 20261130, "fresh2": 20261
         **{f"large{i}": 20261300 + i for i in range(1, 13)}}
 # "large1" ... "large12" drawn on 2026-12-06 ~09:35 UTC (planned ~10:01 with the model at step 50) among the
 # problems of at least LARGE_VOLUME multiply-adds only: the rows past the corrected p95 left
-# one testlist out sit there (70% of them at M N K >= 2^31, where the lists have 29% of
-# their rows), and the answers thin out there (4.7 answer runs per development row below
-# 2^31, 2.2 at 2^34 and above, 1.5 at 2^37 and above)
+# one testlist out gather there (43% of them, where the lists have 21% of their rows), and
+# the answers thin out there (12% of the answer runs: 2.5 per development row, 4.8 below;
+# 1.6 at 2^37 and above)
 LARGE_VOLUME = 2**33  # M N K, multiply-adds: 17 GFLOP, 17 us at the H100 SXM5's dense bf16 peak (989 TFLOP/s)
 # the sets in the order drawn, those drawn together in one draw: --band scores each draw by
 # the band of the draws before it (what a user had when its shapes came)
