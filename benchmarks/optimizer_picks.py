@@ -110,7 +110,7 @@ FAMILY = "ws-hopper"
 # for the H100 (no H200 came), for the same two reasons (steps 45-47 not looked at on them);
 # "fresh34" ... "fresh45" drawn on 2026-12-06 ~05:33 UTC with the model at step 48, planned
 # for the H100 (no H200 came again), for the same two reasons; "fresh46" ... "fresh57" drawn on
-# 2026-12-06 ~08:50 UTC with the model at step 49, for the same two reasons
+# 2026-12-06 ~08:43 UTC with the model at step 49, for the same two reasons
 SETS = {"dev": 20261128, "heldout": 20261129, "fresh": 20261130, "fresh2": 20261201, "fresh3": 20261202,
         "fresh4": 20261203, "fresh5": 20261204, "fresh6": 20261205, "fresh7": 20261206, "fresh8": 20261207,
         "fresh9": 20261208, "fresh10": 20261209, "fresh11": 20261210, "fresh12": 20261211, "fresh13": 20261212,
