@@ -124,7 +124,7 @@ SETS = {"dev": 20261128, "heldout": 20261129, "fresh": 20261130, "fresh2": 20261
 # the answers thin out there (12% of the answer runs: 2.5 per development row, 4.8 below;
 # 1.6 at 2^37 and above); "large13" ... "large24" drawn on 2026-12-06 ~12:11 UTC (planned with the
 # model at step 50 too) when the first twelve took about 60 s each on the H100, not the
-# 100-140 s a whole-range set takes
+# 80-141 s a whole-range set took at step 50
 LARGE_VOLUME = 2**33  # M N K, multiply-adds: 17 GFLOP, 17 us at the H100 SXM5's dense bf16 peak (989 TFLOP/s)
 # the sets in the order drawn, those drawn together in one draw: --band scores each draw by
 # the band of the draws before it (what a user had when its shapes came)
