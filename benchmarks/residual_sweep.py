@@ -63,7 +63,8 @@ VARIANTS = {
     "binned-600trees": {"n_estimators": 600, "learning_rate": 0.05},
     "binned-1200trees": {"n_estimators": 1200, "learning_rate": 0.05},
     "binned-2400trees": {"n_estimators": 2400, "learning_rate": 0.025},
-    "binned-3600trees": {"n_estimators": 3600, "learning_rate": 0.025},  # step 46 ships it
+    "binned-3600trees": {"n_estimators": 3600, "learning_rate": 0.025},  # steps 46-51
+    "binned-5400trees": {"n_estimators": 5400, "learning_rate": 0.025},  # step 52 ships it
     "binned-1200trees-absolute": {"n_estimators": 1200, "learning_rate": 0.05, "loss": "absolute_error"},
 }
 # name -> (FEATURES dropped, features added: name -> function of no argument giving a polars

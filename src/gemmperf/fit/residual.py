@@ -180,17 +180,18 @@ def target(pred: pl.DataFrame, measured: str = "time_us") -> np.ndarray:
 class ResidualRegressor(RegressorMixin, BaseEstimator):
     """Boosted regression trees whose fitted state is plain arrays (JSON-serializable).
 
-    3600 trees at a learning rate of 0.025, each grown best split first to 31 leaves of
+    5400 trees at a learning rate of 0.025, each grown best split first to 31 leaves of
     at least 32 rows: a correction learned from many configurations carries to testlists
     the fit never saw, one from a few does not (issue 17 step 16), and a tree that spends
     its splits where the error is, rather than on every branch to depth 4, can follow an
     interaction of more than four terms down one branch (step 22). Split points among
     quantile bins (step 43): the fits of the workflow's 18,000-row corrections ~3x
     faster than exact splits at 600 trees, as accurate. 3600 trees where step 43 grew
-    2400, once the H100's corrections learned from 25,000 rows (step 46). All chosen
+    2400, once the H100's corrections learned from 25,000 rows (step 46); 5400 once they
+    learned from 70,747 (step 52). All chosen
     leave-one-testlist-out on the development data (benchmarks/MODEL_ACCURACY.md)."""
 
-    def __init__(self, n_estimators=3600, learning_rate=0.025, max_depth=None, min_samples_leaf=32,
+    def __init__(self, n_estimators=5400, learning_rate=0.025, max_depth=None, min_samples_leaf=32,
                  loss="squared_error", alpha=0.9, subsample=1.0, max_features=None, random_state=0,
                  max_leaf_nodes=31, splits="binned"):
         self.n_estimators = n_estimators
