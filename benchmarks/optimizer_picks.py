@@ -117,21 +117,24 @@ SETS = {"dev": 20261128, "heldout": 20261129, "fresh": 20261130, "fresh2": 20261
         "fresh14": 20261213, "fresh15": 20261214, "fresh16": 20261215, "fresh17": 20261216,
         "fresh18": 20261217, "fresh19": 20261218, "fresh20": 20261219, "fresh21": 20261220,
         **{f"fresh{i}": 20261199 + i for i in range(22, 58)},
-        **{f"large{i}": 20261300 + i for i in range(1, 25)}}
+        **{f"large{i}": 20261300 + i for i in range(1, 37)}}
 # "large1" ... "large12" drawn on 2026-12-06 ~09:35 UTC (planned ~10:01 with the model at step 50) among the
 # problems of at least LARGE_VOLUME multiply-adds only: the rows past the corrected p95 left
 # one testlist out gather there (43% of them, where the lists have 21% of their rows), and
 # the answers thin out there (12% of the answer runs: 2.5 per development row, 4.8 below;
 # 1.6 at 2^37 and above); "large13" ... "large24" drawn on 2026-12-06 ~12:11 UTC (planned with the
 # model at step 50 too) when the first twelve took about 60 s each on the H100, not the
-# 80-141 s a whole-range set took at step 50
+# 80-141 s a whole-range set took at step 50; "large25" ... "large36" drawn on 2026-12-06
+# ~15:25 UTC (planned with the model at step 52: 5400 trees over step 51's answers) when no
+# H200 came for its held-out list, to score step 52's answer before it learns from them
 LARGE_VOLUME = 2**33  # M N K, multiply-adds: 17 GFLOP, 17 us at the H100 SXM5's dense bf16 peak (989 TFLOP/s)
 # the sets in the order drawn, those drawn together in one draw: --band scores each draw by
 # the band of the draws before it (what a user had when its shapes came)
 DRAWS = (("dev",), ("heldout",), ("fresh",), ("fresh2", "fresh3"), ("fresh4", "fresh5"), ("fresh6", "fresh7"),
          ("fresh8", "fresh9"), tuple(f"fresh{i}" for i in range(10, 22)), tuple(f"fresh{i}" for i in range(22, 34)),
          tuple(f"fresh{i}" for i in range(34, 46)), tuple(f"fresh{i}" for i in range(46, 58)),
-         tuple(f"large{i}" for i in range(1, 13)), tuple(f"large{i}" for i in range(13, 25)))
+         tuple(f"large{i}" for i in range(1, 13)), tuple(f"large{i}" for i in range(13, 25)),
+         tuple(f"large{i}" for i in range(25, 37)))
 COUNT = 40
 TOP = 8  # the shortlist timed per shape (--top 8)
 CORRECTED_TOP = 4

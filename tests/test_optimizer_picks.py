@@ -25,7 +25,7 @@ def test_the_plans_hold_fresh_shapes_and_legal_runs_named_once():
     sets = {name: [(s.m, s.n, s.k) for s in shapes] for name, shapes in script.fresh_shapes().items()}
     known = {(s.m, s.n, s.k) for p in (ROOT / "testlists").glob("*.csv") for s in read_testlist(p)}
     both = ["dev", "heldout", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9"]
-    assert list(sets) == both + [f"fresh{i}" for i in range(10, 58)] + [f"large{i}" for i in range(1, 25)]
+    assert list(sets) == both + [f"fresh{i}" for i in range(10, 58)] + [f"large{i}" for i in range(1, 37)]
     # a "large" set holds only problems of at least LARGE_VOLUME multiply-adds; the others
     # are drawn over the whole range (most of them smaller)
     assert all(m * n * k >= script.LARGE_VOLUME for name in sets if name.startswith("large") for m, n, k in sets[name])
@@ -34,8 +34,8 @@ def test_the_plans_hold_fresh_shapes_and_legal_runs_named_once():
     assert not any(set(sets[a]) & set(sets[b]) for a, b in itertools.combinations(sets, 2))
     planned = [(name, gpu) for name in sets for gpu in script.GPUS if script.plan_path(name, gpu).is_file()]
     # the first eleven sets planned (and timed) on both GPUs (the H100's fresh sets since the
-    # fifty-third session), fresh10 ... fresh57 and large1 ... large24 on the H100 alone
-    # (fifty-fourth and fifty-seventh to sixtieth sessions)
+    # fifty-third session), fresh10 ... fresh57 and large1 ... large36 on the H100 alone
+    # (fifty-fourth and fifty-seventh to sixty-first sessions)
     assert {(n, g) for n in sets for g in script.GPUS if n in both or g == "h100"} == set(planned)
     for name, gpu in planned:
         shapes = sets[name]
