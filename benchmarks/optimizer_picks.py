@@ -37,6 +37,7 @@ the whole space (20,616 configurations): a regret here is a lower bound.
     python benchmarks/optimizer_picks.py --plan [h100|h200] [SET ...]
     PYTHONPATH=src:benchmarks python3 benchmarks/optimizer_picks.py --set dev [--gpu h200] [--out run.csv]
         [--shard i/n]
+    python benchmarks/optimizer_picks.py --join SET [--gpu h200] [--out run.csv] shard.csv ...
     python benchmarks/optimizer_picks.py --summary run.csv
     python benchmarks/optimizer_picks.py --rescore [h100|h200]
     python benchmarks/optimizer_picks.py --plan-picks [h100|h200]
@@ -45,6 +46,12 @@ the whole space (20,616 configurations): a regret here is a lower bound.
     python benchmarks/optimizer_picks.py --rules [h100|h200]
     python benchmarks/optimizer_picks.py --feedback [h100|h200]
     PYTHONPATH=src:benchmarks python3 benchmarks/optimizer_picks.py --set dev-picks [--gpu h200] [--out run.csv]
+
+``--join`` (development machine) puts the CSVs of a set's ``--shard`` runs together as
+one run of the whole plan, written where the set's run ships (``run_path``) unless
+``--out`` says where: each run of the plan once, in the plan's order, rows as the shards
+wrote them, so the file is the one an unsharded run would have written. A run the plan
+lacks, one two shards both hold, or one no shard holds is an error naming the file.
 
 ``--runs`` (development machine) predicts every verified run of the committed sets with
 this tree's fit and correction: the error by K and by the list that named a run (the
@@ -307,6 +314,27 @@ def label(task: dict) -> dict:
     config = KernelConfig(**{f: task[f] for f in CONFIG})
     return {"shape": f"{task['m']}x{task['n']}x{task['k']}", "config": config.key(), "kinds": task["kinds"],
             **{c: task[c] for c in ("fitted_us", "corrected_us", "transfer_us", "transfer_corrected_us") if c in task}}
+
+
+def join_shards(plan_rows: list[dict], shards: dict[str, list[dict]]) -> list[dict]:
+    """The rows of ``shards`` (file -> its rows, each with ``shape`` and ``config``) as one
+    run of the plan whose runs are ``plan_rows`` (``read_plan``'s): in the plan's order,
+    each exactly once. Raises ValueError naming the file and the run that breaks that."""
+    order = [(r["shape"], r["config"]) for r in map(label, plan_rows)]
+    planned, found = set(order), {}
+    for path, rows in shards.items():
+        for line, row in enumerate(rows, start=2):
+            key = (row.get("shape"), row.get("config"))
+            if key not in planned:
+                raise ValueError(f"{path}, line {line}: {key[0]} {key[1]} is not a run of the plan")
+            if key in found:
+                raise ValueError(f"{path}, line {line}: {key[0]} {key[1]} is also in {found[key][0]}")
+            found[key] = (path, row)
+    missing = [k for k in order if k not in found]
+    if missing:
+        raise ValueError(f"{', '.join(shards)}: {len(missing)} runs of the plan in no shard, "
+                         f"the first {missing[0][0]} {missing[0][1]}")
+    return [found[k][1] for k in order]
 
 
 def compile_plan(tasks: list[dict], arch: str) -> None:
@@ -760,6 +788,33 @@ def band_check() -> list[str]:
     return out
 
 
+def join_main(argv: list[str]) -> int:
+    """``--join SET [--gpu g] [--out run.csv] shard.csv ...``: the shards as one run
+    (``join_shards``), written to ``--out`` or the set's ``run_path``; a bad shard is one
+    line on stderr and exit status 2, nothing written."""
+    import argparse
+
+    sys.path.insert(0, str(ROOT / "src"))
+    from probes import read_csv, write_csv
+
+    ap = argparse.ArgumentParser(prog="optimizer_picks.py --join")
+    ap.add_argument("set", choices=list(SETS))
+    ap.add_argument("shards", nargs="+")
+    ap.add_argument("--gpu", choices=list(GPUS), default="h100")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    plan_file = plan_path(a.set, a.gpu)
+    try:
+        rows = join_shards(read_plan(plan_file), {p: read_csv(p) for p in a.shards})
+    except (OSError, ValueError) as e:
+        print(f"optimizer_picks.py --join: {e}", file=sys.stderr)
+        return 2
+    out = Path(a.out) if a.out else run_path(a.set, a.gpu)
+    write_csv(out, rows)
+    print(f"{out}: {len(rows)} runs of {plan_file.name} from {len(a.shards)} shards")
+    return 0
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--plan"]:
@@ -794,6 +849,8 @@ def main(argv=None) -> int:
         sys.path.insert(0, str(ROOT / "src"))
         print("\n".join(band_check()))
         return 0
+    if argv[:1] == ["--join"]:
+        return join_main(argv[1:])
     if argv[:1] == ["--summary"]:
         from probes import read_csv
 

@@ -86,6 +86,41 @@ def test_main_times_one_shard_of_a_sets_shapes_on_a_gpu(tmp_path, monkeypatch):
     assert len(rows) == len(seen) and {r["status"] for r in rows} == {"ok"} and "transfer_us" in rows[0]
 
 
+def test_shards_join_into_the_run_an_unsharded_run_wrote_and_bad_shards_are_refused(tmp_path, capsys):
+    script = load_script(ROOT / "benchmarks" / "optimizer_picks.py")
+    shipped = script.run_path("large25")  # timed in one piece on a lent H100
+    with open(shipped, newline="") as f:
+        header, *rows = f.read().splitlines(keepends=True)
+    shapes = list(dict.fromkeys(r.split(",", 1)[0] for r in rows))
+    shards = []
+    for i in range(3):  # --shard i/3: every third shape, in the order run
+        shards.append(tmp_path / f"shard{i}.csv")
+        shards[-1].write_text(header + "".join(r for r in rows if r.split(",", 1)[0] in shapes[i::3]), newline="")
+    out = tmp_path / "large25.csv"
+    # given in another order than the plan's: the joined file is still the plan's order
+    assert script.main(["--join", "large25", "--out", str(out), str(shards[2]), str(shards[0]), str(shards[1])]) == 0
+    assert out.read_bytes() == shipped.read_bytes()
+
+    out.unlink()
+    twice = tmp_path / "twice.csv"
+    twice.write_text(header + rows[0], newline="")
+    missing = tmp_path / "missing.csv"
+    missing.write_text(header + "".join(rows[1:]), newline="")
+    foreign = tmp_path / "foreign.csv"
+    foreign.write_text(header + rows[0].replace("ws-hopper-bf16-", "ws-hopper-fp8-", 1), newline="")
+    capsys.readouterr()
+    for argv, says in ((["large25", str(shards[0]), str(shards[1]), str(shards[2]), str(twice)],
+                        f"{twice}, line 2: {shapes[0]} "),
+                       (["large25", str(missing)], "1 runs of the plan in no shard, the first " + shapes[0]),
+                       (["large25", str(foreign)], f"{foreign}, line 2: {shapes[0]} ws-hopper-fp8-"),
+                       (["large25", str(tmp_path / "absent.csv")], "absent.csv"),
+                       (["large26", str(shards[0])], "is not a run of the plan")):
+        assert script.main(["--join", *argv, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert not out.exists()
+
+
 @pytest.mark.parametrize("gpu, name, runs, answer, corrected, shortlist, sample, moved, carried", [
     ("h100", "dev", 748, "16/40", "22/40", "31/40", "4/40", None, None),
     ("h100", "heldout", 730, "23/40", "24/40", "33/40", "3/40", None, None),
