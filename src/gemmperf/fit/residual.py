@@ -188,7 +188,7 @@ class ResidualRegressor(RegressorMixin, BaseEstimator):
     quantile bins (step 43): the fits of the workflow's 18,000-row corrections ~3x
     faster than exact splits at 600 trees, as accurate. 3600 trees where step 43 grew
     2400, once the H100's corrections learned from 25,000 rows (step 46); 5400 once they
-    learned from 70,747 (step 52, chosen there; 79,223 with step 52's answers). All chosen
+    learned from 70,747 (step 52). All chosen
     leave-one-testlist-out on the development data (benchmarks/MODEL_ACCURACY.md)."""
 
     def __init__(self, n_estimators=5400, learning_rate=0.025, max_depth=None, min_samples_leaf=32,
