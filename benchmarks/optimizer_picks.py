@@ -132,7 +132,7 @@ SETS = {"dev": 20261128, "heldout": 20261129, "fresh": 20261130, "fresh2": 20261
 # 1.6 at 2^37 and above); "large13" ... "large24" drawn on 2026-12-06 ~12:11 UTC (planned with the
 # model at step 50 too) when the first twelve took about 60 s each on the H100, not the
 # 80-141 s a whole-range set took at step 50; "large25" ... "large36" drawn on 2026-12-06
-# ~15:25 UTC (planned with the model at step 52: 5400 trees over step 51's answers) when no
+# ~15:12 UTC (planned with the model at step 52: 5400 trees over step 51's answers) when no
 # H200 came for its held-out list, to score step 52's answer before it learns from them
 LARGE_VOLUME = 2**33  # M N K, multiply-adds: 17 GFLOP, 17 us at the H100 SXM5's dense bf16 peak (989 TFLOP/s)
 # the sets in the order drawn, those drawn together in one draw: --band scores each draw by
