@@ -781,6 +781,10 @@ def band_check() -> list[str]:
                                           ("corrected", "pick_measured_us", "corrected_us")):
             b = band(ratios(cal, measured, predicted))
             r = ratios(target, measured, predicted)
+            if b is None:  # fewer timed picks than a 90% band needs (19): no band to score
+                out.append(f"{name(cal):<24} {name(target):<24} {pick:<10} "
+                           f"{len(ratios(cal, measured, predicted)):>3}/{len(r):<3} too few for a 90% band")
+                continue
             inside = float(((r >= b["low"]) & (r <= b["high"])).mean())
             raw, scaled = (abs(r - 1).mean() * 100, abs(r / b["median"] - 1).mean() * 100)
             out.append(f"{name(cal):<24} {name(target):<24} {pick:<10} {b['n']:>3}/{len(r):<3} {b['median']:>7.3f} "
