@@ -59,13 +59,17 @@ VARIANTS = {
     "leaves15": {"max_depth": None, "max_leaf_nodes": 15, "n_estimators": 1200, **EXACT},
     "leaves31": {"max_depth": None, "max_leaf_nodes": 31, "n_estimators": 600, **EXACT},  # steps 22-42
     "leaves63": {"max_depth": None, "max_leaf_nodes": 63, "n_estimators": 300, **EXACT},
-    # split points among quantile bins, squared loss (step 43 shipped binned-2400trees)
-    "binned-600trees": {"n_estimators": 600, "learning_rate": 0.05},
-    "binned-1200trees": {"n_estimators": 1200, "learning_rate": 0.05},
-    "binned-2400trees": {"n_estimators": 2400, "learning_rate": 0.025},
-    "binned-3600trees": {"n_estimators": 3600, "learning_rate": 0.025},  # steps 46-51
-    "binned-5400trees": {"n_estimators": 5400, "learning_rate": 0.025},  # step 52 ships it
-    "binned-1200trees-absolute": {"n_estimators": 1200, "learning_rate": 0.05, "loss": "absolute_error"},
+    # split points among quantile bins, squared loss (step 43 shipped binned-2400trees); 31
+    # leaves named, the default until step 53
+    "binned-600trees": {"n_estimators": 600, "learning_rate": 0.05, "max_leaf_nodes": 31},
+    "binned-1200trees": {"n_estimators": 1200, "learning_rate": 0.05, "max_leaf_nodes": 31},
+    "binned-2400trees": {"n_estimators": 2400, "learning_rate": 0.025, "max_leaf_nodes": 31},
+    "binned-3600trees": {"n_estimators": 3600, "learning_rate": 0.025, "max_leaf_nodes": 31},  # steps 46-51
+    "binned-5400trees": {"n_estimators": 5400, "learning_rate": 0.025, "max_leaf_nodes": 31},  # step 52
+    "binned-63leaves-2700trees": {"n_estimators": 2700, "learning_rate": 0.025, "max_leaf_nodes": 63},  # step 53
+    "binned-leaf16-5400trees": {"n_estimators": 5400, "learning_rate": 0.025, "max_leaf_nodes": 31,
+                                "min_samples_leaf": 16},  # tried at step 53
+    "binned-1200trees-absolute": {"n_estimators": 1200, "learning_rate": 0.05, "loss": "absolute_error", "max_leaf_nodes": 31},
 }
 # name -> (FEATURES dropped, features added: name -> function of no argument giving a polars
 # expression over a ws-pipelined prediction table); the shipped tree settings (step 16's

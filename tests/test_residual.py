@@ -35,28 +35,28 @@ def test_tree_arrays_match_sklearn_and_json_roundtrip():
     X = rng.normal(size=(400, 5))
     y = np.sin(X[:, 0]) + 0.3 * (X[:, 1] > 0) + 0.01 * rng.normal(size=400)
     for settings in ({"n_estimators": 50, "max_depth": 3, "max_leaf_nodes": None, **EXACT},  # depth-first, step 16
-                     {"n_estimators": 50, **EXACT},  # best split first to 31 leaves (step 22)
+                     {"n_estimators": 50, "max_leaf_nodes": 31, **EXACT},  # best split first to 31 leaves (step 22)
                      {"n_estimators": 120, "max_depth": 3, "max_leaf_nodes": None},  # binned, depth-first
-                     {"n_estimators": 120}):  # as shipped: binned, best split first to 31 leaves
+                     {"n_estimators": 120}):  # as shipped: binned, best split first to 63 leaves
         est = ResidualRegressor(**settings).fit(X, y)
         if est.splits == "exact":
             ref = GradientBoostingRegressor(
-                **{"max_depth": None, "max_leaf_nodes": 31, **{k: v for k, v in settings.items() if k != "splits"}},
+                **{"max_depth": None, **{k: v for k, v in settings.items() if k != "splits"}},
                 min_samples_leaf=est.min_samples_leaf, random_state=0).fit(X, y)
         else:  # sklearn's own binned fit, the same settings
             ref = HistGradientBoostingRegressor(
                 max_iter=settings["n_estimators"], max_depth=settings.get("max_depth"),
-                max_leaf_nodes=settings.get("max_leaf_nodes", 31), learning_rate=est.learning_rate,
+                max_leaf_nodes=est.max_leaf_nodes, learning_rate=est.learning_rate,
                 min_samples_leaf=est.min_samples_leaf, early_stopping=False, random_state=0).fit(X, y)
         np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-10, atol=1e-10)
         back = ResidualRegressor.from_dict(json.loads(json.dumps(est.to_dict())))
         np.testing.assert_array_equal(back.predict(X), est.predict(X))
         with pytest.raises(UserError):
             est.predict(X[:, :3])
-    # the shipped trees are the leaf count's, not a depth's: 31 leaves where the rows allow
+    # the shipped trees are the leaf count's, not a depth's: 63 leaves where the rows allow
     X = rng.normal(size=(3000, 5))
     est = ResidualRegressor(n_estimators=5).fit(X, np.sin(3 * X[:, 0]) * X[:, 1] + (X[:, 2] > 1.5))
-    assert {int((t["left"] < 0).sum()) for t in est.trees_} == {31} and est.depth_ > 4
+    assert {int((t["left"] < 0).sum()) for t in est.trees_} == {63} and est.depth_ > 5
 
 
 @pytest.mark.parametrize("settings", [{"loss": "huber"}, {"subsample": 0.5}, {"splits": "approximate"}])

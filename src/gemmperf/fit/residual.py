@@ -33,7 +33,7 @@ prediction table, see ``features``) have a physical meaning:
                     model's split requests and shared sectors price rows off their sector
                     at a fraction of what the short-K probe measured (step 37)
 
-Estimator: ``ResidualRegressor``, gradient-boosted regression trees of 31 leaves grown
+Estimator: ``ResidualRegressor``, gradient-boosted regression trees of 63 leaves grown
 best split first, squared loss, split points among 255 quantile bins per feature
 (sklearn's HistGradientBoostingRegressor), no row or feature subsampling: the fit is
 deterministic. ``splits="exact"`` grows them on every split point instead, with Huber loss
@@ -180,7 +180,7 @@ def target(pred: pl.DataFrame, measured: str = "time_us") -> np.ndarray:
 class ResidualRegressor(RegressorMixin, BaseEstimator):
     """Boosted regression trees whose fitted state is plain arrays (JSON-serializable).
 
-    5400 trees at a learning rate of 0.025, each grown best split first to 31 leaves of
+    2700 trees at a learning rate of 0.025, each grown best split first to 63 leaves of
     at least 32 rows: a correction learned from many configurations carries to testlists
     the fit never saw, one from a few does not (issue 17 step 16), and a tree that spends
     its splits where the error is, rather than on every branch to depth 4, can follow an
@@ -188,12 +188,14 @@ class ResidualRegressor(RegressorMixin, BaseEstimator):
     quantile bins (step 43): the fits of the workflow's 18,000-row corrections ~3x
     faster than exact splits at 600 trees, as accurate. 3600 trees where step 43 grew
     2400, once the H100's corrections learned from 25,000 rows (step 46); 5400 once they
-    learned from 70,747 (step 52). All chosen
+    learned from 70,747 (step 52); half as many of twice the leaves once they learned from
+    79,223 (step 53: the same splits a correction, each tree one more level of
+    interaction). All chosen
     leave-one-testlist-out on the development data (benchmarks/MODEL_ACCURACY.md)."""
 
-    def __init__(self, n_estimators=5400, learning_rate=0.025, max_depth=None, min_samples_leaf=32,
+    def __init__(self, n_estimators=2700, learning_rate=0.025, max_depth=None, min_samples_leaf=32,
                  loss="squared_error", alpha=0.9, subsample=1.0, max_features=None, random_state=0,
-                 max_leaf_nodes=31, splits="binned"):
+                 max_leaf_nodes=63, splits="binned"):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth  # None: as deep as max_leaf_nodes lets a tree grow
