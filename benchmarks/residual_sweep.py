@@ -69,8 +69,10 @@ VARIANTS = {
     "binned-63leaves-2700trees": {"n_estimators": 2700, "learning_rate": 0.025, "max_leaf_nodes": 63},  # step 53
     "binned-leaf16-5400trees": {"n_estimators": 5400, "learning_rate": 0.025, "max_leaf_nodes": 31,
                                 "min_samples_leaf": 16},  # tried at step 53
-    "binned-127leaves-1350trees": {"n_estimators": 1350, "learning_rate": 0.025, "max_leaf_nodes": 127},  # tried, step 53
-    "binned-1200trees-absolute": {"n_estimators": 1200, "learning_rate": 0.05, "loss": "absolute_error", "max_leaf_nodes": 31},
+    "binned-127leaves-1350trees": {"n_estimators": 1350, "learning_rate": 0.025,
+                                   "max_leaf_nodes": 127},  # tried at step 53
+    "binned-1200trees-absolute": {"n_estimators": 1200, "learning_rate": 0.05, "loss": "absolute_error",
+                                  "max_leaf_nodes": 31},
 }
 # name -> (FEATURES dropped, features added: name -> function of no argument giving a polars
 # expression over a ws-pipelined prediction table); the shipped tree settings (step 16's
