@@ -779,11 +779,11 @@ def band_check() -> list[str]:
     for cal, target in pairs:
         for pick, measured, predicted in (("answer", "measured_us", "predicted_us"),
                                           ("corrected", "pick_measured_us", "corrected_us")):
-            b = band(ratios(cal, measured, predicted))
-            r = ratios(target, measured, predicted)
+            c = ratios(cal, measured, predicted)
+            b, r = band(c), ratios(target, measured, predicted)
             if b is None:  # fewer timed picks than a 90% band needs (19): no band to score
                 out.append(f"{name(cal):<24} {name(target):<24} {pick:<10} "
-                           f"{len(ratios(cal, measured, predicted)):>3}/{len(r):<3} too few for a 90% band")
+                           f"{len(c):>3}/{len(r):<3} too few for a 90% band")
                 continue
             inside = float(((r >= b["low"]) & (r <= b["high"])).mean())
             raw, scaled = (abs(r - 1).mean() * 100, abs(r / b["median"] - 1).mean() * 100)
