@@ -131,6 +131,19 @@ def test_fold_corrections_never_see_their_own_sets(fitted):
         assert corr.meta["also_trained_on_rows"] == others and corr.meta["trained_on_rows"] == dev.height
 
 
+def test_fold_corrections_on_workers_are_the_same_trees(fitted):
+    """`gemmperf answer-band --jobs`: the folds' corrections fitted on worker processes are
+    those fitted one after another (single-threaded trees), so the band does not depend on
+    the cores."""
+    _, meas, answers = fitted
+    dev, _ = A.split_rows({p.stem: pl.read_csv(p) for p in meas}, "llm")
+    ps = ParamSet(CATALOG[GPU])
+    one = A.fold_corrections(dev, ps, CATALOG[GPU].sms, answer_rows(answers))
+    two = A.fold_corrections(dev, ps, CATALOG[GPU].sms, answer_rows(answers), jobs=2)
+    assert [fold for fold, _ in two] == [fold for fold, _ in one] and len(one) == 2
+    assert [c.to_dict() for _, c in two] == [c.to_dict() for _, c in one]
+
+
 def test_the_band_of_a_taught_correction_is_cross_fitted(fitted, capsys):
     tmp_path, meas, answers = fitted
     common = ["--gpu", GPU, "--measurements", *map(str, meas), "--heldout", "llm", "--families", "ws-hopper"]

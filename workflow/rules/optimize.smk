@@ -30,7 +30,9 @@ rule optimize:
 # holds (the shipped timed answers), asked of this run's fit and correction: the band
 # `gemmperf optimize --shape` gives with its answer. The correction learned from these
 # answers too (rule fit), so the corrected band is cross-fitted: the measurements let
-# answer-band refit it without each fold of the answers' sets.
+# answer-band refit it without each fold of the answers' sets, one fold a worker process
+# (5 folds: 5 threads asked, which a local run lowers to --cores; the band does not depend
+# on how many).
 rule answer_band:
     output:
         band="results/{run}/answer_band.json",
@@ -43,6 +45,7 @@ rule answer_band:
         measurements=all_measurements,
     wildcard_constraints:
         run=one_of(BAND_RUNS),
+    threads: 5
     params:
         dtype=run_dtype,
         heldout=HELDOUT,
@@ -55,5 +58,5 @@ rule answer_band:
             "gemmperf answer-band --gpu {input.hardware:q} --params {input.params:q}"
             " --correction {input.correction:q} --runs {input.runs:q} --dtype {params.dtype:q}"
             " --measurements {input.measurements:q} {params.heldout:q}"
-            " {params.overrides:q} --out {output.band:q} --table {output.table:q}"
+            " {params.overrides:q} --jobs {threads} --out {output.band:q} --table {output.table:q}"
         )

@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import UserError
-from ..fit.accuracy import Shipped, fit_record, fold_corrections, outside, split_rows
+from ..fit.accuracy import Shipped, available_cores, fit_record, fold_corrections, outside, split_rows
 from ..fit.residual import Correction
 from ..intervals import LEVEL, is_band
 from ..optimize.band import answer_times, bands
@@ -40,6 +40,8 @@ def band_path(gpu_slug: str, dtype: str) -> Path:
 
 def cmd_answer_band(a) -> int:
     check_dtype(a.dtype, "--dtype")
+    if a.jobs < 0:
+        raise UserError(f"--jobs {a.jobs}: 0 (every available core) or more")
     if not 0 < a.level < 1:
         raise UserError(f"--level {a.level}: a coverage between 0 and 1, e.g. --level 0.9")
     gpu = resolve_gpu(a.gpu)
@@ -89,7 +91,8 @@ def taught_folds(a, pset) -> list:
     answers = answer_rows(a.runs)
     record = json.loads(Path(a.params).read_text()).get("fit") or {}
     Shipped(pset, None, record, origin=str(a.params)).check(fit_record(meas, a.heldout, dev, answers), residual=False)
-    return fold_corrections(dev, pset, pset.gpu.sms, outside(answers, held))  # as gemmperf fit learned them
+    jobs = a.jobs if a.jobs > 0 else available_cores()
+    return fold_corrections(dev, pset, pset.gpu.sms, outside(answers, held), jobs=jobs)  # as gemmperf fit learned them
 
 
 def load_band(path: Path, params_path: Path, overrides: list[str] | None,
@@ -173,5 +176,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--level", type=float, default=LEVEL, help=f"the band's coverage (default {LEVEL})")
     p.add_argument("--out", required=True, help="the band, JSON")
     p.add_argument("--table", help="also each shape's answer, predicted and measured times, CSV")
+    p.add_argument("--jobs", type=int, default=0,
+                   help="worker processes for a cross-fitted band's fold corrections (default 0: every available "
+                   "core; the band is the same for any number)")
     add_set_flag(p)
     p.set_defaults(func=cmd_answer_band)

@@ -245,14 +245,29 @@ def answer_folds(answers: pl.DataFrame, n_folds: int = ANSWER_FOLDS) -> list[lis
 
 
 def fold_corrections(train: pl.DataFrame, fitted: ParamSet, sms: int, answers: pl.DataFrame,
-                     n_folds: int = ANSWER_FOLDS, progress: bool = False) -> list[tuple[list[str], Correction]]:
+                     n_folds: int = ANSWER_FOLDS, progress: bool = False,
+                     jobs: int = 1) -> list[tuple[list[str], Correction]]:
     """(a fold's sets, the correction of ``fitted`` learned on ``train`` and every other
     fold's answers) for each of ``answer_folds``: how a correction taught the answers
     predicts a set it never saw (the answer band is read off these, never off the
-    correction that saw them)."""
-    return [(fold, fit_correction(train, fitted, sms, answers.filter(~pl.col("set").is_in(fold)),
-                                  progress=progress))
-            for fold in answer_folds(answers, n_folds)]
+    correction that saw them). ``jobs`` > 1: the folds on that many spawned worker
+    processes (each fit single-threaded, so the trees are the same either way)."""
+    folds = answer_folds(answers, n_folds)
+    tasks = [(train, fitted, sms, answers.filter(~pl.col("set").is_in(fold))) for fold in folds]
+    jobs = min(int(jobs or 1), len(tasks))
+    if jobs <= 1:
+        return [(fold, fit_correction(*task, progress=progress)) for fold, task in zip(folds, tasks)]
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as ex:
+        return list(zip(folds, ex.map(_fold_correction, tasks)))
+
+
+def _fold_correction(task) -> Correction:
+    """One fold's correction in a worker process (``fold_corrections``)."""
+    with single_thread_blas():
+        return fit_correction(*task)
 
 
 def fit_all(train: pl.DataFrame, pset: ParamSet, model_options: dict | None = None,
