@@ -212,14 +212,14 @@ def scoring_fit(gpu_key: str):
     correction the workflow makes had that set's fold never been timed
     (``fit.accuracy.fold_corrections``, the folds the answer band is cross-fitted by): the
     workflow's correction learned from every answer, so a set is scored by one that did
-    not."""
+    not. The folds are fitted on every available core (the same trees on any number)."""
     from model_ceiling import development
 
-    from gemmperf.fit.accuracy import fit_all, fold_corrections
+    from gemmperf.fit.accuracy import available_cores, fit_all, fold_corrections
 
     dev, pset = development(GPUS[gpu_key], "bf16")
     fitted, _, _ = fit_all(dev, pset, residual=False)
-    folds = fold_corrections(dev, fitted, pset.gpu.sms, answer_rows(gpu_key))
+    folds = fold_corrections(dev, fitted, pset.gpu.sms, answer_rows(gpu_key), jobs=available_cores())
     return pset.gpu, fitted, {name: corr for fold, corr in folds for name in fold}
 
 
