@@ -170,6 +170,9 @@ def test_answer_band_bad_input_is_one_line(band_folder, capsys):
     assert "missing.csv: timed answers file not found" in capsys.readouterr().err
     assert main([*argv, "--level", "1.5"]) == 2
     assert "--level 1.5" in capsys.readouterr().err
+    assert main([*argv, "--jobs", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--jobs -1" in err
     assert not (tmp_path / "band.json").exists()
 
 
