@@ -13,14 +13,14 @@ from pathlib import Path
 import polars as pl
 
 from ..errors import UserError
-from ..fit.accuracy import Shipped, available_cores, fit_record, fold_corrections, outside, split_rows
+from ..fit.accuracy import Shipped, fit_record, fold_corrections, outside, split_rows
 from ..fit.residual import Correction
 from ..intervals import LEVEL, is_band
 from ..optimize.band import answer_times, bands
 from ..problem import check_dtype
 from ..tables import answer_rows, answer_set, read_answer_runs
 from .explain import us
-from .fit import read_measurements
+from .fit import read_measurements, worker_count
 from .modelparams import add_set_flag, resolve_params
 from .resolve import RESULTS, output_path, resolve_gpu, run_name, write_text
 
@@ -40,8 +40,7 @@ def band_path(gpu_slug: str, dtype: str) -> Path:
 
 def cmd_answer_band(a) -> int:
     check_dtype(a.dtype, "--dtype")
-    if a.jobs < 0:
-        raise UserError(f"--jobs {a.jobs}: 0 (every available core) or more")
+    jobs = worker_count(a.jobs)
     if not 0 < a.level < 1:
         raise UserError(f"--level {a.level}: a coverage between 0 and 1, e.g. --level 0.9")
     gpu = resolve_gpu(a.gpu)
@@ -53,7 +52,7 @@ def cmd_answer_band(a) -> int:
                       .with_columns(set=pl.lit(answer_set(p))) for p in a.runs])
     folds = None  # the sets of each fold where the corrected band is cross-fitted
     if correction is not None and correction.meta.get("also_trained_on_rows"):
-        taught = taught_folds(a, pset)
+        taught = taught_folds(a, pset, jobs)
         folds = [fold for fold, _ in taught]
         times = pl.concat([answer_times(runs.filter(pl.col("set").is_in(fold)), pset, corr, FAMILY, a.dtype)
                            for fold, corr in taught])
@@ -77,12 +76,12 @@ def cmd_answer_band(a) -> int:
     return 0
 
 
-def taught_folds(a, pset) -> list:
+def taught_folds(a, pset, jobs: int) -> list:
     """A correction that learned from the timed answers would read its own answers back:
     its band is cross-fitted instead (``fit.accuracy.fold_corrections``): each fold of the
     answers' sets is asked of a correction of the same constants (--params) learned on the
-    development rows of --measurements (less --heldout) and the other folds' answers.
-    UserError where the inputs are not those the correction was fitted on."""
+    development rows of --measurements (less --heldout) and the other folds' answers, on
+    ``jobs`` worker processes. UserError where the inputs are not those the correction was fitted on."""
     if not a.measurements:
         raise UserError(f"{a.correction}: this correction learned from timed answers, so its band is cross-fitted: "
                         "give the --measurements (and --heldout) it was fitted with")
@@ -91,7 +90,6 @@ def taught_folds(a, pset) -> list:
     answers = answer_rows(a.runs)
     record = json.loads(Path(a.params).read_text()).get("fit") or {}
     Shipped(pset, None, record, origin=str(a.params)).check(fit_record(meas, a.heldout, dev, answers), residual=False)
-    jobs = a.jobs if a.jobs > 0 else available_cores()
     return fold_corrections(dev, pset, pset.gpu.sms, outside(answers, held), jobs=jobs)  # as gemmperf fit learned them
 
 

@@ -87,6 +87,13 @@ def read_teacher(a, pset: ParamSet) -> tuple[pl.DataFrame | None, ParamSet]:
     return teacher, with_dtypes(pset, a.microbench, families, dtypes)
 
 
+def worker_count(jobs: int) -> int:
+    """--jobs as worker processes: 0 every available core; UserError below 0."""
+    if jobs < 0:
+        raise UserError(f"--jobs {jobs}: 0 (every available core) or more")
+    return jobs or available_cores()
+
+
 def check_flags(a) -> None:
     """UserError (one line naming the flag and its value) for values no fit can use."""
     parse_families(a.families)
@@ -104,8 +111,7 @@ def check_flags(a) -> None:
         raise UserError(f"--models {a.models!r}: unknown {', '.join(unknown)}; known: {', '.join(MODELS)}")
     if a.folds < 2:
         raise UserError(f"--folds {a.folds}: at least 2 (each fold is tested on a fit of the others)")
-    if a.jobs < 0:
-        raise UserError(f"--jobs {a.jobs}: 0 (every available core) or more")
+    worker_count(a.jobs)  # a bad --jobs is refused with the other flags, before any file is read
     if a.correction and not a.params:
         raise UserError(f"--correction {a.correction}: needs --params (the fit it was made with)")
     splits = a.splits.split(",") if a.splits else []
@@ -220,7 +226,7 @@ def cmd_accuracy(a) -> int:
     meas = read_measurements(a.measurements)
     teacher, taught = read_teacher(a, pset)
     answers = read_answers(a, teacher)
-    jobs = a.jobs if a.jobs > 0 else available_cores()
+    jobs = worker_count(a.jobs)
     if a.splits:
         return _headline(a, taught, meas, jobs, answers, teacher)
     if a.ablations_only:
